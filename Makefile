@@ -1,0 +1,84 @@
+# Integration Hub: `make help` lists the targets.
+# `make run` and `make test` work on a fresh machine: they set everything up first.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HUB_HOME ?= $(CURDIR)/.hub
+JARS := $(HUB_HOME)/jars
+UV_VERSION := 0.13.9
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PYTEST_ARGS ?=
+
+export HUB_HOME
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: setup
+setup: $(VENV)/.installed $(JARS)/.fetched postgres ## Set up everything: venv, jars, PostgreSQL (idempotent)
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	@echo "==> Python environment in $(VENV) (pinned by requirements.lock)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q "uv==$(UV_VERSION)"
+	$(BIN)/uv pip install --python $(BIN)/python -r requirements.lock
+	$(BIN)/uv pip install --python $(BIN)/python --no-deps -e .
+	@touch $@
+
+$(JARS)/.fetched: jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-connectors/pom.xml
+	@echo "==> JVM jars from Maven Central into $(JARS) (Kafka broker; Delta, Kafka and Avro for Spark)"
+	@java -version 2>&1 | head -1
+	rm -rf $(JARS)/kafka $(JARS)/spark
+	mvn -B -ntp -s jvm/settings.xml -f jvm/pom.xml package -Dhub.jars.dir=$(JARS)
+	@touch $@
+
+.PHONY: jars
+jars: $(JARS)/.fetched ## Fetch the JVM jars (Kafka broker, Delta, spark-sql-kafka, spark-avro)
+
+.PHONY: postgres
+postgres: ## Install the PostgreSQL server from Debian packages when missing
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  echo "==> PostgreSQL: $$(ls -d /usr/lib/postgresql/*/bin | head -1) present"; \
+	else \
+	  echo "==> PostgreSQL: installing the Debian package"; \
+	  $(SUDO) apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
+	fi
+
+.PHONY: run
+run: setup ## Set up, then run the whole local stack with demo feeds (Ctrl-C stops it)
+	$(BIN)/hub up --demo
+
+.PHONY: test
+test: setup lint ## Set up, then run the linters and the whole test suite
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+.PHONY: test-unit
+test-unit: setup ## Only the unit tests (no services)
+	$(BIN)/pytest -m unit $(PYTEST_ARGS)
+
+.PHONY: lint
+lint: $(VENV)/.installed ## ruff (lint + format check), mypy and the import contracts
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+.PHONY: format
+format: $(VENV)/.installed ## Format and auto-fix with ruff
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+.PHONY: lock
+lock: ## Re-resolve requirements.lock from pyproject.toml
+	$(BIN)/uv pip compile pyproject.toml --extra dev --python $(BIN)/python -o requirements.lock
+
+.PHONY: clean
+clean: ## Stop the local broker and remove local state (keeps the jars and the venv)
+	-$(BIN)/hub kafka stop
+	rm -rf $(HUB_HOME)/kafka $(HUB_HOME)/warehouse $(HUB_HOME)/metastore $(HUB_HOME)/checkpoints $(HUB_HOME)/logs $(HUB_HOME)/registry.db*

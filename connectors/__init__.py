@@ -1,0 +1,1 @@
+"""Source connectors: they read databases and files and publish through the one publish path."""

@@ -1,0 +1,60 @@
+"""The FastAPI application: built by a factory from settings, so tests can build several."""
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from hub_api import publish_routes, registry_routes
+from hub_api.errors import install_error_handlers
+from hub_api.settings import ApiSettings
+from hub_kafka.producer import FeedProducer
+from hub_kafka.publish import Publisher
+from hub_kafka.settings import KafkaSettings
+from registry.service import RegistryService
+from registry.settings import RegistrySettings
+from registry.store import SchemaStore, create_store_engine
+
+log = logging.getLogger(__name__)
+
+
+def create_app(
+    api: ApiSettings | None = None,
+    registry: RegistrySettings | None = None,
+    kafka: KafkaSettings | None = None,
+) -> FastAPI:
+    """The hub's API app: registry and publish gateway. Settings default to the environment."""
+    api = api or ApiSettings()
+    registry = registry or RegistrySettings()
+    kafka = kafka or KafkaSettings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = create_store_engine(registry.database_url, pool_size=registry.pool_size)
+        producer = FeedProducer(kafka)
+        service = RegistryService(SchemaStore(engine))
+        app.state.api_settings = api
+        app.state.registry = service
+        app.state.publisher = Publisher(service, producer)
+        log.info(
+            "API ready: registry on %s, Kafka at %s",
+            engine.url.render_as_string(hide_password=True),
+            kafka.bootstrap_servers,
+        )
+        try:
+            yield
+        finally:
+            producer.close()
+            engine.dispose()
+
+    app = FastAPI(
+        title="Integration Hub",
+        description="Schema registry (Confluent-compatible) and publish gateway.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.include_router(registry_routes.router)
+    app.include_router(publish_routes.router)
+    return app

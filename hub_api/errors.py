@@ -1,0 +1,53 @@
+"""Rendering the hub's errors as HTTP answers: `{"error_code", "message"}` and a 4xx/5xx status."""
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from registry.errors import ErrorCode, HubError
+
+log = logging.getLogger(__name__)
+
+# The registry's media type; Confluent clients accept it and plain JSON alike.
+REGISTRY_MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+class RegistryJSONResponse(JSONResponse):
+    """JSON answered with the registry's media type, as Confluent's registry does."""
+
+    media_type = REGISTRY_MEDIA_TYPE
+
+
+def error_response(code: ErrorCode, message: str, **extra: object) -> JSONResponse:
+    """The one error body of the hub."""
+    body: dict[str, object] = {"error_code": int(code), "message": message, **extra}
+    headers = {"Retry-After": "5"} if code.http_status == 503 else None
+    return JSONResponse(body, status_code=code.http_status, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map domain exceptions and framework errors to coded answers."""
+
+    @app.exception_handler(HubError)
+    async def _hub_error(_request: Request, exc: HubError) -> JSONResponse:
+        if exc.code.http_status >= 500:
+            log.warning("request failed: %s (%s)", exc.message, int(exc.code))
+        return error_response(exc.code, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        return error_response(ErrorCode.MALFORMED_REQUEST, f"Malformed request: {problems}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # Unknown paths and methods keep their status, in the hub's error shape.
+        return JSONResponse(
+            {"error_code": exc.status_code, "message": str(exc.detail)},
+            status_code=exc.status_code,
+        )

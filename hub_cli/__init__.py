@@ -1,0 +1,1 @@
+"""The `hub` command line and the local stack it runs (`hub up`)."""

@@ -1,0 +1,159 @@
+"""`hub up`: the whole local stack (Kafka, API, loader) on the embedded default, stopped by Ctrl-C."""
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from hub_api.settings import ApiSettings
+from hub_cli import demo
+from hub_kafka.local_broker import LocalBroker
+from hub_kafka.settings import KafkaSettings
+from registry import migrate
+from registry.errors import TerminalError
+from registry.settings import RegistrySettings, default_home
+from spark_loaders.settings import LoaderSettings
+
+log = logging.getLogger(__name__)
+
+
+class StackError(TerminalError):
+    """A part of the local stack failed to start or died."""
+
+
+class LocalStack:
+    """Starts the parts in dependency order and stops them in reverse."""
+
+    def __init__(self, *, demo_feeds: bool) -> None:
+        self._demo = demo_feeds
+        self._kafka = KafkaSettings()
+        self._api = ApiSettings()
+        self._registry = RegistrySettings()
+        self._loader = LoaderSettings()
+        self._broker = LocalBroker(self._kafka)
+        self._children: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self._stop = threading.Event()
+        self._started_broker = False
+
+    @property
+    def api_url(self) -> str:
+        return f"http://{self._api.host}:{self._api.port}"
+
+    def run(self) -> None:
+        """Run until Ctrl-C (SIGINT) or SIGTERM, or until a part dies; then stop everything."""
+        signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
+        default_home().mkdir(parents=True, exist_ok=True)
+        try:
+            self._start()
+            while not self._stop.wait(1.0):
+                for name, child in self._children:
+                    if child.poll() is not None:
+                        raise StackError(
+                            f"The {name} exited with code {child.returncode}; "
+                            f"see {self._log_path(name)}."
+                        )
+        except KeyboardInterrupt:
+            log.info("Ctrl-C: stopping the hub")
+        finally:
+            self._stop.set()
+            self._shutdown()
+
+    def _start(self) -> None:
+        if not self._broker.status().running:
+            self._started_broker = True
+        self._broker.start()
+        self._kafka = self._kafka.model_copy(
+            update={"bootstrap_servers": self._broker.bootstrap_servers}
+        )
+        log.info("migrating the registry database")
+        migrate.upgrade(self._registry.database_url)
+        self._spawn("API server", ["api", "serve"])
+        self._wait_for_api()
+        self._spawn("loader", ["load", "run"])
+        if self._demo:
+            demo.register_schemas(self.api_url)
+            threading.Thread(
+                target=demo.publish_forever, args=(self.api_url, self._stop), daemon=True
+            ).start()
+        self._print_welcome()
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        log_path = self._log_path(name)
+        log.info("starting the %s (log: %s)", name, log_path)
+        env = {
+            **os.environ,
+            "HUB_KAFKA_BOOTSTRAP_SERVERS": self._kafka.bootstrap_servers,
+            "HUB_LOADER_REGISTRY_URL": self.api_url,
+        }
+        child = subprocess.Popen(
+            [sys.executable, "-m", "hub_cli.main", *args],
+            stdout=log_path.open("ab"),
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,  # Ctrl-C reaches only us; we stop children in order
+        )
+        self._children.append((name, child))
+
+    def _log_path(self, name: str) -> Path:
+        logs = default_home() / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        return logs / f"{name.replace(' ', '-').lower()}.log"
+
+    def _wait_for_api(self, timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.api_url}/subjects", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if self._children[-1][1].poll() is not None:
+                break
+            time.sleep(0.5)
+        raise StackError(
+            f"The API server did not answer on {self.api_url}; see {self._log_path('API server')}."
+        )
+
+    def _print_welcome(self) -> None:
+        tables = ", ".join(f"bronze.{t.replace('.', '_')}" for t in demo.FEEDS)
+        lines = [
+            "",
+            "The hub is up.",
+            f"  API (registry + publish gateway): {self.api_url}  (docs: {self.api_url}/docs)",
+            f"  Kafka: {self._broker.bootstrap_servers}",
+            f"  Tables: {self._loader.warehouse_dir} (Hive metastore in {self._loader.metastore_dir})",
+            f"  Logs: {default_home() / 'logs'}",
+        ]
+        if self._demo:
+            lines += [
+                f"  Demo feeds are publishing into {tables};",
+                "  the loader log shows rows landing every second:",
+                f"    tail -f {self._log_path('loader')}",
+                "  Query the tables once the hub is stopped (the embedded metastore admits one",
+                "  process at a time):",
+                '    hub sql "SELECT device, count(*) FROM bronze.demo_page_views GROUP BY device"',
+            ]
+        lines.append("Press Ctrl-C to stop.")
+        print("\n".join(lines), flush=True)
+
+    def _shutdown(self) -> None:
+        for name, child in reversed(self._children):
+            if child.poll() is None:
+                log.info("stopping the %s", name)
+                child.send_signal(signal.SIGTERM)
+                try:
+                    child.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    log.warning("the %s did not stop in 60s; killing it", name)
+                    child.kill()
+                    child.wait()
+        if self._started_broker:
+            self._broker.stop()
+        log.info("the hub is stopped")

@@ -1,0 +1,46 @@
+"""Settings of the Kafka client side and the local broker (environment prefix `HUB_KAFKA_`)."""
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from registry.settings import default_home
+
+
+class KafkaSettings(BaseSettings):
+    """How the hub reaches Kafka, and where the local broker keeps its state."""
+
+    model_config = SettingsConfigDict(env_prefix="HUB_KAFKA_", extra="ignore")
+
+    bootstrap_servers: str = Field(
+        default="127.0.0.1:9092",
+        description="Kafka bootstrap servers, comma-separated host:port pairs.",
+    )
+    delivery_timeout_ms: int = Field(
+        default=30_000,
+        ge=1_000,
+        description=(
+            "How long the producer keeps retrying a record before reporting it as failed; "
+            "a publish request waits at most this long for Kafka's acknowledgement."
+        ),
+    )
+    linger_ms: int = Field(
+        default=5, ge=0, description="How long the producer waits to fill a batch."
+    )
+    default_partitions: int = Field(
+        default=1, ge=1, description="Partitions of a topic the hub creates on first use."
+    )
+    broker_home: Path = Field(
+        default_factory=lambda: default_home() / "kafka",
+        description="State directory of the local broker (data, logs, pid file).",
+    )
+    broker_jars_dir: Path = Field(
+        default_factory=lambda: default_home() / "jars" / "kafka",
+        description="Folder with the Kafka broker's jars, fetched by `make jars`.",
+    )
+    broker_port: int = Field(default=9092, description="Client port of the local broker.")
+    controller_port: int = Field(
+        default=9093, description="KRaft controller port of the local broker."
+    )
+    broker_heap: str = Field(default="512m", description="Java heap size of the local broker.")

@@ -1,0 +1,1 @@
+"""Alembic migrations of the registry database: the only way its tables change."""

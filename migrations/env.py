@@ -1,0 +1,34 @@
+"""Alembic environment: migrates the database named by the caller or by HUB_REGISTRY_DATABASE_URL."""
+
+from alembic import context
+
+from registry.settings import RegistrySettings
+from registry.store import Base, create_store_engine
+
+config = context.config
+url = config.get_main_option("sqlalchemy.url") or RegistrySettings().database_url
+
+
+def run_migrations_offline() -> None:
+    context.configure(url=url, target_metadata=Base.metadata, literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    engine = create_store_engine(url)
+    with engine.connect() as connection:
+        context.configure(
+            connection=connection,
+            target_metadata=Base.metadata,
+            render_as_batch=connection.dialect.name == "sqlite",
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

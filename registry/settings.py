@@ -1,0 +1,28 @@
+"""Settings of the registry component (environment prefix `HUB_REGISTRY_`)."""
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_home() -> Path:
+    """The local state directory: `HUB_HOME`, else `.hub` in the working directory."""
+    import os
+
+    return Path(os.environ.get("HUB_HOME", ".hub")).resolve()
+
+
+class RegistrySettings(BaseSettings):
+    """Where the registry keeps its schemas."""
+
+    model_config = SettingsConfigDict(env_prefix="HUB_REGISTRY_", extra="ignore")
+
+    database_url: str = Field(
+        default_factory=lambda: f"sqlite:///{default_home() / 'registry.db'}",
+        description=(
+            "SQLAlchemy URL of the registry database: SQLite (the embedded default) or "
+            "PostgreSQL (`postgresql+psycopg://user:password@host/db`) in production."
+        ),
+    )
+    pool_size: int = Field(default=5, ge=1, description="Connections kept open per process.")

@@ -1,0 +1,50 @@
+"""Building a SparkSession with Delta Lake, the Hive metastore and the hub's local jars."""
+
+import logging
+
+from pyspark.sql import SparkSession
+
+from spark_loaders.errors import LoaderError
+from spark_loaders.settings import LoaderSettings
+
+log = logging.getLogger(__name__)
+
+
+def build_session(settings: LoaderSettings, *, app_name: str = "hub-loader") -> SparkSession:
+    """A session on the metastore with Delta and the Kafka/Avro sources, from local jars only."""
+    jars = sorted(settings.jars_dir.glob("*.jar"))
+    if not any(j.name.startswith("delta-spark") for j in jars):
+        raise LoaderError(
+            f"No Delta jars in {settings.jars_dir}. Run `make jars` (or set "
+            "HUB_LOADER_JARS_DIR to the folder holding them)."
+        )
+    settings.warehouse_dir.mkdir(parents=True, exist_ok=True)
+    settings.metastore_dir.mkdir(parents=True, exist_ok=True)
+    metastore_url = (
+        settings.metastore_url
+        or f"jdbc:derby:;databaseName={settings.metastore_dir / 'metastore_db'};create=true"
+    )
+    derby_log = settings.metastore_dir / "derby.log"
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(settings.master)
+        .config("spark.jars", ",".join(str(j) for j in jars))
+        .config("spark.driver.memory", settings.driver_memory)
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.warehouse.dir", str(settings.warehouse_dir))
+        .config("spark.hadoop.javax.jdo.option.ConnectionURL", metastore_url)
+        .config("spark.driver.extraJavaOptions", f"-Dderby.stream.error.file={derby_log}")
+        .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
+        # Delta rebuilds table state with this many tasks (default 50): far too many for the
+        # small, frequent commits of a streaming loader.
+        .config("spark.databricks.delta.snapshotPartitions", str(settings.shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
+        .enableHiveSupport()
+    )
+    log.info("starting Spark (%s) with %d local jars", settings.master, len(jars))
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session

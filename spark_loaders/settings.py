@@ -1,0 +1,66 @@
+"""Settings of the Spark loaders (environment prefix `HUB_LOADER_`)."""
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from registry.settings import default_home
+
+# Hub topics are `<domain>.<name>`; dead-letter topics and Kafka's internal ones are not landed.
+DEFAULT_TOPIC_PATTERN = r"^(?!.*\.dlq$)[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$"
+
+
+class LoaderSettings(BaseSettings):
+    """Where the loaders read from, write to, and how Spark runs."""
+
+    model_config = SettingsConfigDict(env_prefix="HUB_LOADER_", extra="ignore")
+
+    master: str = Field(
+        default="local[*]",
+        description="Spark master URL; ignored under spark-submit, which sets its own.",
+    )
+    driver_memory: str = Field(default="2g", description="Driver heap for the local Spark JVM.")
+    shuffle_partitions: int = Field(
+        default=4, ge=1, description="spark.sql.shuffle.partitions (small data: keep it low)."
+    )
+    warehouse_dir: Path = Field(
+        default_factory=lambda: default_home() / "warehouse",
+        description="Where managed Delta tables are stored (spark.sql.warehouse.dir).",
+    )
+    metastore_dir: Path = Field(
+        default_factory=lambda: default_home() / "metastore",
+        description="Directory of the embedded Derby Hive metastore.",
+    )
+    metastore_url: str | None = Field(
+        default=None,
+        description=(
+            "JDBC URL of the Hive metastore database; default: embedded Derby in metastore_dir."
+        ),
+    )
+    checkpoint_dir: Path = Field(
+        default_factory=lambda: default_home() / "checkpoints",
+        description="Structured Streaming checkpoints; deleting one reprocesses from Kafka.",
+    )
+    jars_dir: Path = Field(
+        default_factory=lambda: default_home() / "jars" / "spark",
+        description="Folder with the Delta, Kafka and Avro jars, fetched by `make jars`.",
+    )
+    registry_url: str = Field(
+        default="http://127.0.0.1:8080",
+        description="Base URL of the schema registry, for writer schemas by id.",
+    )
+    topic_pattern: str = Field(
+        default=DEFAULT_TOPIC_PATTERN,
+        description="Java regex of the topics to land; new matching topics are picked up live.",
+    )
+    trigger_seconds: float = Field(
+        default=1.0, gt=0, description="Micro-batch trigger interval in seconds."
+    )
+    max_offsets_per_trigger: int | None = Field(
+        default=None, ge=1, description="Cap on records read per micro-batch (all topics)."
+    )
+    starting_offsets: str = Field(
+        default="earliest",
+        description="Where a new checkpoint starts reading: `earliest` or `latest`.",
+    )

@@ -1,0 +1,138 @@
+"""Session-wide real services: a Kafka broker, a PostgreSQL cluster, a Spark session, the API.
+
+Each starts once per test session, on free loopback ports, with its state in a temporary
+directory. Options point tests at services that already run instead. A service that cannot
+start fails the tests that need it, loudly: nothing here skips.
+"""
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+JARS = Path(os.environ.get("HUB_HOME", REPO / ".hub")) / "jars"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hub services")
+    group.addoption("--kafka-bootstrap", help="Use this Kafka instead of starting a broker.")
+    group.addoption("--postgres-url", help="Use this PostgreSQL server URL (SQLAlchemy form).")
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Bootstrap servers of a real single-node KRaft broker."""
+    given = request.config.getoption("--kafka-bootstrap")
+    if given:
+        yield given
+        return
+    from hub_kafka.local_broker import LocalBroker
+    from hub_kafka.settings import KafkaSettings
+    from tests.support.ports import free_port
+
+    settings = KafkaSettings(
+        broker_home=tmp_path_factory.mktemp("kafka"),
+        broker_jars_dir=JARS / "kafka",
+        broker_port=free_port(),
+        controller_port=free_port(),
+    )
+    broker = LocalBroker(settings)
+    broker.start()
+    try:
+        yield broker.bootstrap_servers
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a real PostgreSQL server (a temporary cluster unless --postgres-url is given)."""
+    given = request.config.getoption("--postgres-url")
+    if given:
+        yield given
+        return
+    from tests.support.postgres import TempPostgres
+
+    # Not under pytest's temporary root: that is private to the current user, and the server
+    # runs as `postgres` when the tests run as root.
+    root = Path(tempfile.mkdtemp(prefix="hub-postgres-"))
+    root.chmod(0o755)
+    cluster = TempPostgres(root=root / "cluster")
+    try:
+        cluster.start()
+        yield cluster.url
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+
+@pytest.fixture
+def postgres_database(request: pytest.FixtureRequest, postgres_server: str) -> str:
+    """A fresh, empty PostgreSQL database for one test."""
+    from sqlalchemy import create_engine, text
+
+    name = "t_" + request.node.name.lower().translate(str.maketrans("[]-.", "____"))[:50]
+    admin = create_engine(postgres_server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return postgres_server.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture
+def sqlite_database(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'registry.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest) -> str:
+    """Each registry contract test runs once per supported database."""
+    fixture = "sqlite_database" if request.param == "sqlite" else "postgres_database"
+    url: str = request.getfixturevalue(fixture)
+    return url
+
+
+@pytest.fixture(scope="session")
+def api_url(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of the hub's API (registry + gateway) on SQLite and the session's Kafka."""
+    from tests.support.api_server import serve_api
+
+    database = tmp_path_factory.mktemp("api") / "registry.db"
+    with serve_api(database_url=f"sqlite:///{database}", bootstrap_servers=kafka_bootstrap) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def loader_settings(api_url: str, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    from spark_loaders.settings import LoaderSettings
+
+    home = tmp_path_factory.mktemp("spark")
+    return LoaderSettings(
+        master="local[2]",
+        driver_memory="1g",
+        shuffle_partitions=2,
+        warehouse_dir=home / "warehouse",
+        metastore_dir=home / "metastore",
+        checkpoint_dir=home / "checkpoints",
+        jars_dir=JARS / "spark",
+        registry_url=api_url,
+        trigger_seconds=0.5,
+    )
+
+
+@pytest.fixture(scope="session")
+def spark(loader_settings):  # type: ignore[no-untyped-def]
+    """One Spark session for the whole test run: Delta, Hive metastore, local jars."""
+    from spark_loaders.session import build_session
+
+    session = build_session(loader_settings, app_name="hub-tests")
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -1,0 +1,120 @@
+"""The registry's storage contract, run against SQLite and PostgreSQL alike."""
+
+import json
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from registry import migrate
+from registry.errors import SchemaNotFound, SubjectNotFound, VersionNotFound
+from registry.service import RegistryService
+from registry.store import SchemaStore, create_store_engine
+from registry.types import SchemaId, Subject, Version
+
+pytestmark = pytest.mark.integration
+
+
+def _schema(name: str, *fields: str) -> str:
+    return json.dumps(
+        {"type": "record", "name": name, "fields": [{"name": f, "type": "string"} for f in fields]}
+    )
+
+
+@pytest.fixture
+def registry(database_url: str) -> Iterator[RegistryService]:
+    migrate.upgrade(database_url)
+    engine = create_store_engine(database_url)
+    yield RegistryService(SchemaStore(engine))
+    engine.dispose()
+
+
+def test_migrations_create_the_registry_tables(database_url: str) -> None:
+    migrate.upgrade(database_url)
+    assert {"schemas", "subject_versions", "alembic_version"} <= migrate.current_tables(database_url)
+
+
+def test_migrations_are_idempotent(database_url: str) -> None:
+    migrate.upgrade(database_url)
+    migrate.upgrade(database_url)
+    assert "schemas" in migrate.current_tables(database_url)
+
+
+def test_versions_count_up_and_latest_is_the_newest(registry: RegistryService) -> None:
+    subject = Subject("sales.orders-value")
+    first = registry.register(subject=subject, schema_text=_schema("Order", "id"))
+    second = registry.register(subject=subject, schema_text=_schema("Order", "id", "note"))
+    assert (first.version, second.version) == (1, 2)
+    assert second.schema_id != first.schema_id
+    assert registry.version(subject=subject, version=None).schema_id == second.schema_id
+    assert registry.version(subject=subject, version=Version(1)).schema_id == first.schema_id
+
+
+def test_registering_the_same_schema_again_returns_the_existing_version(
+    registry: RegistryService,
+) -> None:
+    subject = Subject("a.b-value")
+    first = registry.register(subject=subject, schema_text=_schema("X", "id"))
+    again = registry.register(subject=subject, schema_text=json.dumps(json.loads(_schema("X", "id")), indent=2))
+    assert again == first
+
+
+def test_one_schema_under_two_subjects_has_one_id(registry: RegistryService) -> None:
+    a = registry.register(subject=Subject("a.one-value"), schema_text=_schema("Same", "id"))
+    b = registry.register(subject=Subject("a.two-value"), schema_text=_schema("Same", "id"))
+    assert a.schema_id == b.schema_id
+    assert (a.version, b.version) == (1, 1)
+    assert registry.subjects() == ["a.one-value", "a.two-value"]
+
+
+def test_schemas_resolve_by_id(registry: RegistryService) -> None:
+    registered = registry.register(subject=Subject("a.b-value"), schema_text=_schema("Y", "id"))
+    assert registry.schema(schema_id=registered.schema_id).json["name"] == "Y"
+
+
+def test_unknown_things_raise_their_own_errors(registry: RegistryService) -> None:
+    registry.register(subject=Subject("a.b-value"), schema_text=_schema("Z", "id"))
+    with pytest.raises(SubjectNotFound):
+        registry.version(subject=Subject("nope-value"), version=None)
+    with pytest.raises(VersionNotFound):
+        registry.version(subject=Subject("a.b-value"), version=Version(9))
+    with pytest.raises(SchemaNotFound):
+        registry.schema(schema_id=SchemaId(999))
+
+
+def test_concurrent_registrations_get_distinct_versions_and_shared_ids(
+    database_url: str,
+) -> None:
+    migrate.upgrade(database_url)
+    # Separate engines stand in for separate API processes sharing one database.
+    engines = [create_store_engine(database_url) for _ in range(4)]
+    services = [RegistryService(SchemaStore(e)) for e in engines]
+    subject = Subject("race.orders-value")
+    results: list[tuple[int, int]] = []
+    errors: list[BaseException] = []
+
+    def register(service: RegistryService, worker: int) -> None:
+        try:
+            for i in range(5):
+                # Every worker registers schema i (shared) and one of its own.
+                for text in (_schema("Shared", f"f{i}"), _schema(f"Own{worker}", f"f{i}")):
+                    r = service.register(subject=subject, schema_text=text)
+                    results.append((r.schema_id, r.version))
+        except BaseException as exc:  # collected and re-raised in the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=register, args=(s, n)) for n, s in enumerate(services)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for e in engines:
+        e.dispose()
+    assert not errors, errors
+    by_id: dict[int, set[int]] = {}
+    for schema_id, version in results:
+        by_id.setdefault(schema_id, set()).add(version)
+    # 5 shared schemas + 4 workers x 5 own schemas = 25 distinct schemas, each one version.
+    assert len(by_id) == 25
+    assert all(len(versions) == 1 for versions in by_id.values())
+    assert sorted(v for (v,) in by_id.values()) == list(range(1, 26))
