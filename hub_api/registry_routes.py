@@ -1,5 +1,7 @@
 """The Confluent Schema Registry REST API (Avro), served at the API's base URL."""
 
+from typing import Annotated
+
 from fastapi import APIRouter, Body
 
 from hub_api.deps import Registry
@@ -26,7 +28,9 @@ def list_subjects(registry: Registry) -> list[str]:
     openapi_extra={"requestBody": {"content": {t: {} for t in _CONTENT_TYPES}}},
 )
 def register_schema(
-    subject: str, registry: Registry, body: SchemaCreate = Body(media_type=REGISTRY_MEDIA_TYPE)
+    subject: str,
+    registry: Registry,
+    body: Annotated[SchemaCreate, Body(media_type=REGISTRY_MEDIA_TYPE)],
 ) -> SchemaIdPublic:
     """Register a schema under a subject; an identical schema returns its existing id."""
     if body.schema_type.upper() != SchemaType.AVRO:

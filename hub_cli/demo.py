@@ -72,9 +72,7 @@ def batches(rng: random.Random) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """An endless round-robin of (topic, records) batches."""
     while True:
         for topic, (make, count) in FEEDS.items():
-            yield topic, [
-                {"key": None, "value": make(rng)} for _ in range(rng.randint(1, count))
-            ]
+            yield topic, [{"key": None, "value": make(rng)} for _ in range(rng.randint(1, count))]
 
 
 def publish_forever(api_url: str, stop: threading.Event, *, interval_s: float = 1.0) -> None:
@@ -87,8 +85,12 @@ def publish_forever(api_url: str, stop: threading.Event, *, interval_s: float = 
                 return
             response = http.post(f"/v1/feeds/{topic}/records", json={"records": records})
             if response.status_code != 200:
-                log.warning("demo publish to %s answered %s: %s", topic, response.status_code,
-                            response.text[:300])
+                log.warning(
+                    "demo publish to %s answered %s: %s",
+                    topic,
+                    response.status_code,
+                    response.text[:300],
+                )
             else:
                 published += len(records)
                 if published % 500 < len(records):

@@ -35,7 +35,9 @@ def _main() -> None:
 
 @app.command()
 def up(
-    demo: Annotated[bool, typer.Option(help="Create demo feeds and keep publishing to them.")] = False,
+    demo: Annotated[
+        bool, typer.Option(help="Create demo feeds and keep publishing to them.")
+    ] = False,
 ) -> None:
     """Run the whole local stack: Kafka, the API server and the loader, until Ctrl-C."""
     from hub_cli.stack import LocalStack

@@ -1,4 +1,4 @@
-"""`hub up`: the whole local stack (Kafka, API, loader) on the embedded default, stopped by Ctrl-C."""
+"""`hub up`: the whole local stack (Kafka, API, loader) on the embedded default, until Ctrl-C."""
 
 import logging
 import os
@@ -15,6 +15,7 @@ from hub_api.settings import ApiSettings
 from hub_cli import demo
 from hub_kafka.local_broker import LocalBroker
 from hub_kafka.settings import KafkaSettings
+from hub_kafka.topics import TopicName, bronze_table
 from registry import migrate
 from registry.errors import TerminalError
 from registry.settings import RegistrySettings, default_home
@@ -122,13 +123,14 @@ class LocalStack:
         )
 
     def _print_welcome(self) -> None:
-        tables = ", ".join(f"bronze.{t.replace('.', '_')}" for t in demo.FEEDS)
+        tables = ", ".join(bronze_table(TopicName(t)) for t in demo.FEEDS)
         lines = [
             "",
             "The hub is up.",
             f"  API (registry + publish gateway): {self.api_url}  (docs: {self.api_url}/docs)",
             f"  Kafka: {self._broker.bootstrap_servers}",
-            f"  Tables: {self._loader.warehouse_dir} (Hive metastore in {self._loader.metastore_dir})",
+            f"  Tables: {self._loader.warehouse_dir}",
+            f"  Hive metastore: {self._loader.metastore_dir}",
             f"  Logs: {default_home() / 'logs'}",
         ]
         if self._demo:

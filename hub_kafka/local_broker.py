@@ -5,6 +5,7 @@ Used by `hub kafka start|stop|status`, by `hub up` and by the test fixtures. Eve
 """
 
 import base64
+import contextlib
 import logging
 import os
 import signal
@@ -189,8 +190,15 @@ class LocalBroker:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         log.info("formatting Kafka storage in %s (cluster id %s)", self.home / "data", cluster_id)
         result = subprocess.run(
-            [*self._java(classpath), "kafka.tools.StorageTool", "format",
-             "-t", cluster_id, "-c", str(config)],
+            [
+                *self._java(classpath),
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                cluster_id,
+                "-c",
+                str(config),
+            ],
             capture_output=True,
             text=True,
             check=False,
@@ -201,7 +209,9 @@ class LocalBroker:
                 f"{(result.stderr or result.stdout).strip()[-2000:]}"
             )
 
-    def _wait_ready(self, timeout_s: float, *, process: subprocess.Popen[bytes] | None = None) -> None:
+    def _wait_ready(
+        self, timeout_s: float, *, process: subprocess.Popen[bytes] | None = None
+    ) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if process is not None and process.poll() is not None:
@@ -250,10 +260,8 @@ def _not_zombie(pid: int) -> bool:
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _port_open(port: int) -> bool:

@@ -64,7 +64,9 @@ class FeedProducer:
         self._known_topics: set[str] = set()
         self._topics_lock = threading.Lock()
         self._closed = threading.Event()
-        self._poller = threading.Thread(target=self._serve_reports, name="kafka-delivery", daemon=True)
+        self._poller = threading.Thread(
+            target=self._serve_reports, name="kafka-delivery", daemon=True
+        )
         self._poller.start()
 
     def produce(self, topic: TopicName, records: Sequence[OutgoingRecord]) -> list[Delivery]:

@@ -77,7 +77,9 @@ class Publisher:
             outgoing.append(OutgoingRecord(key=_key_bytes(record.key), value=value))
         if outgoing:
             self._producer.ensure_topic(topic)
-            for index, delivery in zip(positions, self._producer.produce(topic, outgoing), strict=True):
+            for index, delivery in zip(
+                positions, self._producer.produce(topic, outgoing), strict=True
+            ):
                 results[index] = (
                     PublishResult(partition=delivery.partition, offset=delivery.offset)
                     if delivery.ok

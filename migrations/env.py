@@ -1,4 +1,4 @@
-"""Alembic environment: migrates the database named by the caller or by HUB_REGISTRY_DATABASE_URL."""
+"""Alembic environment: migrates the caller's database, else HUB_REGISTRY_DATABASE_URL."""
 
 from alembic import context
 

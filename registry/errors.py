@@ -95,7 +95,7 @@ class InvalidVersion(TerminalError):
     def __init__(self, version: str) -> None:
         super().__init__(
             f"The specified version '{version}' is not a valid version id. "
-            "Allowed values are between [1, 2^31-1] and the string \"latest\""
+            'Allowed values are between [1, 2^31-1] and the string "latest"'
         )
 
 

@@ -126,7 +126,9 @@ class _Converter:
             name = field["name"]
             field_path = f"{path}.{name}"
             if name in value:
-                out[name] = self.convert(value[name], field["type"], field_path, namespace=namespace)
+                out[name] = self.convert(
+                    value[name], field["type"], field_path, namespace=namespace
+                )
             elif "default" in field:
                 out[name] = self._default(field, field_path, namespace)
             else:
@@ -267,7 +269,7 @@ def _date(value: Any, path: str, _schema: Mapping[str, Any]) -> int:
 
 def _decimal(value: Any, path: str, schema: Mapping[str, Any]) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise _type_error(path, "a decimal as a string (e.g. \"12.50\")", value)
+        raise _type_error(path, 'a decimal as a string (e.g. "12.50")', value)
     try:
         number = Decimal(value)
     except InvalidOperation as exc:

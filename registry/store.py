@@ -46,7 +46,7 @@ class SchemaRow(Base):
 
     __tablename__ = "schemas"
     # AUTOINCREMENT on SQLite keeps ids of deleted rows from coming back.
-    __table_args__ = {"sqlite_autoincrement": True}
+    __table_args__ = ({"sqlite_autoincrement": True},)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     schema_type: Mapped[str] = mapped_column(String(16), nullable=False)
@@ -144,9 +144,7 @@ class SchemaStore:
         latest = session.scalar(
             select(func.max(SubjectVersionRow.version)).where(SubjectVersionRow.subject == subject)
         )
-        row = SubjectVersionRow(
-            subject=subject, version=(latest or 0) + 1, schema_id=schema_row.id
-        )
+        row = SubjectVersionRow(subject=subject, version=(latest or 0) + 1, schema_id=schema_row.id)
         session.add(row)
         session.flush()
         return _registered(row, schema_row)
@@ -195,9 +193,7 @@ class SchemaStore:
         return (
             session.scalar(
                 select(SubjectVersionRow.id)
-                .where(
-                    SubjectVersionRow.subject == subject, SubjectVersionRow.deleted.is_(False)
-                )
+                .where(SubjectVersionRow.subject == subject, SubjectVersionRow.deleted.is_(False))
                 .limit(1)
             )
             is not None

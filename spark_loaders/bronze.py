@@ -27,11 +27,9 @@ QUERY_NAME = "hub-bronze"
 
 
 class BronzeLoader:
-    """The streaming query that lands all topics in bronze (and undecodable records in quarantine)."""
+    """The streaming query landing all topics in bronze, and undecodable records in quarantine."""
 
-    def __init__(
-        self, spark: SparkSession, settings: LoaderSettings, kafka: KafkaSettings
-    ) -> None:
+    def __init__(self, spark: SparkSession, settings: LoaderSettings, kafka: KafkaSettings) -> None:
         self._spark = spark
         self._settings = settings
         self._kafka = kafka

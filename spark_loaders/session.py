@@ -31,7 +31,9 @@ def build_session(settings: LoaderSettings, *, app_name: str = "hub-loader") -> 
         .config("spark.jars", ",".join(str(j) for j in jars))
         .config("spark.driver.memory", settings.driver_memory)
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config(
+            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+        )
         .config("spark.sql.warehouse.dir", str(settings.warehouse_dir))
         .config("spark.hadoop.javax.jdo.option.ConnectionURL", metastore_url)
         .config("spark.driver.extraJavaOptions", f"-Dderby.stream.error.file={derby_log}")

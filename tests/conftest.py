@@ -24,7 +24,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def kafka_bootstrap(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """Bootstrap servers of a real single-node KRaft broker."""
     given = request.config.getoption("--kafka-bootstrap")
     if given:
@@ -49,7 +51,9 @@ def kafka_bootstrap(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
 
 
 @pytest.fixture(scope="session")
-def postgres_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """URL of a real PostgreSQL server (a temporary cluster unless --postgres-url is given)."""
     given = request.config.getoption("--postgres-url")
     if given:
@@ -68,7 +72,6 @@ def postgres_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     finally:
         cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
-
 
 
 @pytest.fixture

@@ -33,7 +33,9 @@ def test_broker_starts_keeps_data_across_restarts_and_stops_cleanly(tmp_path: Pa
         assert not broker.stop()  # stopping a stopped broker is a no-op
 
         broker.start()  # the formatted storage is reused, so the topic survives
-        topics = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(timeout=10)
+        topics = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(
+            timeout=10
+        )
         assert len(topics.topics["life.cycle"].partitions) == 2
     finally:
         broker.stop()

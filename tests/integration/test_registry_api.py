@@ -34,7 +34,12 @@ def test_register_then_read_back_by_id_and_by_latest_version(api_url: str) -> No
         assert json.loads(by_id["schema"]) == json.loads(SCHEMA)
 
         latest = http.get(f"/subjects/{subject}/versions/latest").json()
-        assert latest == {"subject": subject, "id": schema_id, "version": 1, "schema": by_id["schema"]}
+        assert latest == {
+            "subject": subject,
+            "id": schema_id,
+            "version": 1,
+            "schema": by_id["schema"],
+        }
         assert http.get(f"/subjects/{subject}/versions/1").json() == latest
         assert subject in http.get("/subjects").json()
 
@@ -48,7 +53,13 @@ def test_register_then_read_back_by_id_and_by_latest_version(api_url: str) -> No
         ("GET", "/subjects/{subject}/versions/zero", None, 422, 42202),
         ("POST", "/subjects/{subject}/versions", {"schema": "{not json"}, 422, 42201),
         ("POST", "/subjects/{subject}/versions", {"schema": '{"type": "wat"}'}, 422, 42201),
-        ("POST", "/subjects/{subject}/versions", {"schema": SCHEMA, "schemaType": "PROTOBUF"}, 422, 42201),
+        (
+            "POST",
+            "/subjects/{subject}/versions",
+            {"schema": SCHEMA, "schemaType": "PROTOBUF"},
+            422,
+            42201,
+        ),
         ("POST", "/subjects/{subject}/versions", {"nothing": 1}, 400, 40001),
     ],
 )

@@ -31,7 +31,9 @@ def registry(database_url: str) -> Iterator[RegistryService]:
 
 def test_migrations_create_the_registry_tables(database_url: str) -> None:
     migrate.upgrade(database_url)
-    assert {"schemas", "subject_versions", "alembic_version"} <= migrate.current_tables(database_url)
+    assert {"schemas", "subject_versions", "alembic_version"} <= migrate.current_tables(
+        database_url
+    )
 
 
 def test_migrations_are_idempotent(database_url: str) -> None:
@@ -55,7 +57,9 @@ def test_registering_the_same_schema_again_returns_the_existing_version(
 ) -> None:
     subject = Subject("a.b-value")
     first = registry.register(subject=subject, schema_text=_schema("X", "id"))
-    again = registry.register(subject=subject, schema_text=json.dumps(json.loads(_schema("X", "id")), indent=2))
+    again = registry.register(
+        subject=subject, schema_text=json.dumps(json.loads(_schema("X", "id")), indent=2)
+    )
     assert again == first
 
 

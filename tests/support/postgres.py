@@ -56,8 +56,19 @@ class TempPostgres:
             "-c wal_level=logical -c max_wal_senders=10 -c max_replication_slots=10 "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         )
-        self._run("pg_ctl", "-D", str(self.data), "-o", options,
-                  "-l", str(self.root / "postgres.log"), "-w", "-t", "60", "start")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "postgres.log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
 
     def create_database(self, name: str) -> str:
         self._psql(f'CREATE DATABASE "{name}"')
@@ -68,8 +79,21 @@ class TempPostgres:
             self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop", check=False)
 
     def _psql(self, sql: str) -> None:
-        self._run("psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user,
-                  "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c", sql)
+        self._run(
+            "psql",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-U",
+            self.user,
+            "-d",
+            "postgres",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            sql,
+        )
 
     def _run(self, tool: str, *args: str, check: bool = True) -> None:
         result = subprocess.run(

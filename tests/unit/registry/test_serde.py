@@ -21,13 +21,25 @@ ORDER = {
     "fields": [
         {"name": "id", "type": "string"},
         {"name": "quantity", "type": "int"},
-        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2}},
+        {
+            "name": "price",
+            "type": {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2},
+        },
         {"name": "placed_at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
         {"name": "day", "type": {"type": "int", "logicalType": "date"}},
         {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID"]}},
         {"name": "note", "type": ["null", "string"], "default": None},
-        {"name": "lines", "type": {"type": "array", "items": {
-            "type": "record", "name": "Line", "fields": [{"name": "sku", "type": "string"}]}}},
+        {
+            "name": "lines",
+            "type": {
+                "type": "array",
+                "items": {
+                    "type": "record",
+                    "name": "Line",
+                    "fields": [{"name": "sku", "type": "string"}],
+                },
+            },
+        },
         {"name": "attributes", "type": {"type": "map", "values": "string"}, "default": {}},
         {"name": "checksum", "type": "bytes", "default": ""},
     ],
@@ -68,7 +80,10 @@ def test_natural_json_encodes_to_framed_avro_that_avro_readers_decode() -> None:
 def test_decode_reads_back_what_encode_wrote() -> None:
     schema = parse(json.dumps(ORDER))
     message = encode(VALUE, schema=schema, schema_id=SchemaId(3))
-    assert decode(message, writer_schema=lambda _id: schema)["lines"] == [{"sku": "A"}, {"sku": "B"}]
+    assert decode(message, writer_schema=lambda _id: schema)["lines"] == [
+        {"sku": "A"},
+        {"sku": "B"},
+    ]
 
 
 def test_missing_fields_with_defaults_take_the_default() -> None:
@@ -99,7 +114,9 @@ def test_epoch_millis_and_offset_timestamps_mean_the_same_instant() -> None:
         ({"checksum": "***"}, "$.checksum", "base64"),
     ],
 )
-def test_invalid_values_name_the_field_path_and_reason(change: dict, path: str, reason: str) -> None:
+def test_invalid_values_name_the_field_path_and_reason(
+    change: dict, path: str, reason: str
+) -> None:
     with pytest.raises(InvalidRecord, match=reason) as caught:
         to_datum({**VALUE, **change}, ORDER)
     assert caught.value.path == path
@@ -118,7 +135,10 @@ def test_named_types_can_be_referenced_after_their_definition() -> None:
         "type": "record",
         "name": "Pair",
         "fields": [
-            {"name": "a", "type": {"type": "record", "name": "P", "fields": [{"name": "x", "type": "int"}]}},
+            {
+                "name": "a",
+                "type": {"type": "record", "name": "P", "fields": [{"name": "x", "type": "int"}]},
+            },
             {"name": "b", "type": "P"},
         ],
     }

@@ -1,0 +1,82 @@
+"""Register → publish through the gateway → land in bronze → read back with Spark SQL."""
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+
+from hub_cli import demo
+from hub_kafka.settings import KafkaSettings
+from spark_loaders.bronze import BronzeLoader
+
+pytestmark = pytest.mark.e2e
+
+TOPIC = "demo.page_views"
+COUNT = 1_000
+
+
+def test_published_page_views_land_in_bronze_exactly_once_with_equal_values(
+    api_url: str,
+    kafka_bootstrap: str,
+    spark,
+    loader_settings,  # type: ignore[no-untyped-def]
+) -> None:
+    registered = httpx.post(
+        f"{api_url}/subjects/{TOPIC}-value/versions", json={"schema": demo.schema_text(TOPIC)}
+    )
+    registered.raise_for_status()
+    schema_id = registered.json()["id"]
+
+    rng = random.Random(42)
+    sent = [demo.page_view(rng) for _ in range(COUNT)]
+    offsets: dict[str, tuple[int, int]] = {}
+    for start in range(0, COUNT, 250):
+        chunk = sent[start : start + 250]
+        response = httpx.post(
+            f"{api_url}/v1/feeds/{TOPIC}/records",
+            json={"records": [{"key": str(v["user_id"]), "value": v} for v in chunk]},
+            timeout=60,
+        )
+        assert response.status_code == 200, response.text
+        for value, result in zip(chunk, response.json()["results"], strict=True):
+            offsets[value["view_id"]] = (result["partition"], result["offset"])
+
+    kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap)
+    query = BronzeLoader(spark, loader_settings, kafka).start(available_now=True)
+    query.awaitTermination(300)
+    assert query.exception() is None
+
+    rows = spark.sql(
+        """
+        SELECT view_id, user_id, url, referrer, device, duration_ms,
+               unix_millis(viewed_at) AS viewed_ms,
+               _hub_partition, _hub_offset, _hub_schema_id, _hub_timestamp, _hub_ingested_at
+        FROM bronze.demo_page_views
+        """
+    ).collect()
+
+    assert len(rows) == COUNT
+    landed = {row["view_id"]: row for row in rows}
+    assert len(landed) == COUNT  # each record once
+    for value in sent:
+        row = landed[value["view_id"]]
+        assert row["user_id"] == value["user_id"]
+        assert row["url"] == value["url"]
+        assert row["referrer"] == value["referrer"]
+        assert row["device"] == value["device"]
+        assert row["duration_ms"] == value["duration_ms"]
+        assert row["viewed_ms"] == _epoch_ms(value["viewed_at"])
+        assert (row["_hub_partition"], row["_hub_offset"]) == offsets[value["view_id"]]
+        assert row["_hub_schema_id"] == schema_id
+        assert row["_hub_timestamp"] is not None and row["_hub_ingested_at"] is not None
+
+    detail = spark.sql("DESCRIBE DETAIL bronze.demo_page_views").collect()[0]
+    assert detail["format"] == "delta"
+    assert detail["partitionColumns"] == ["_hub_ingest_date"]
+
+
+def _epoch_ms(iso: str) -> int:
+    return (datetime.fromisoformat(iso) - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(
+        milliseconds=1
+    )
