@@ -112,12 +112,11 @@ def load_run() -> None:
     spark = build_session(settings)
     query = BronzeLoader(spark, settings, KafkaSettings()).start()
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop_signal, lambda *_: stop.set())
     try:
         while not stop.is_set() and query.isActive:
             stop.wait(1.0)
-    except KeyboardInterrupt:
-        pass
     finally:
         log.info("stopping the loader after its current batch")
         stop_between_batches(query)

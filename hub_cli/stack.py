@@ -48,7 +48,10 @@ class LocalStack:
 
     def run(self) -> None:
         """Run until Ctrl-C (SIGINT) or SIGTERM, or until a part dies; then stop everything."""
-        signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
+        # Ctrl-C and SIGTERM only ask for a stop; the main thread then stops the parts in
+        # order, and a second Ctrl-C (make forwards one too) cannot cut that short.
+        for stop_signal in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stop_signal, lambda *_: self._stop.set())
         default_home().mkdir(parents=True, exist_ok=True)
         try:
             self._start()
@@ -59,9 +62,8 @@ class LocalStack:
                             f"The {name} exited with code {child.returncode}; "
                             f"see {self._log_path(name)}."
                         )
-        except KeyboardInterrupt:
-            log.info("Ctrl-C: stopping the hub")
         finally:
+            log.info("stopping the hub")
             self._stop.set()
             self._shutdown()
 
