@@ -6,7 +6,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from hub_api import publish_routes, registry_routes
+from hub_api import config_routes, health_routes, publish_routes, registry_routes
 from hub_api.errors import install_error_handlers
 from hub_api.settings import ApiSettings
 from hub_kafka.producer import FeedProducer
@@ -33,7 +33,9 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_store_engine(registry.database_url, pool_size=registry.pool_size)
         producer = FeedProducer(kafka)
-        service = RegistryService(SchemaStore(engine))
+        service = RegistryService(
+            SchemaStore(engine), default_compatibility=registry.default_compatibility
+        )
         app.state.api_settings = api
         app.state.registry = service
         app.state.publisher = Publisher(service, producer)
@@ -55,6 +57,8 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.include_router(health_routes.router)
     app.include_router(registry_routes.router)
+    app.include_router(config_routes.router)
     app.include_router(publish_routes.router)
     return app

@@ -5,7 +5,7 @@ from fastapi.responses import JSONResponse
 
 from hub_api.deps import PublisherDep, Settings
 from hub_api.errors import error_response
-from hub_api.models import PublishPublic, RecordResultPublic, RecordsIn
+from hub_api.publish_models import PublishPublic, RecordResultPublic, RecordsIn
 from hub_kafka.publish import IncomingRecord
 from hub_kafka.topics import topic_name
 from registry.errors import ErrorCode

@@ -3,7 +3,8 @@
 from alembic import context
 
 from registry.settings import RegistrySettings
-from registry.store import Base, create_store_engine
+from registry.store import create_store_engine
+from registry.tables import Base
 
 config = context.config
 url = config.get_main_option("sqlalchemy.url") or RegistrySettings().database_url

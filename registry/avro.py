@@ -1,44 +1,213 @@
-"""Parsing Avro schema text into the canonical form the registry stores and compares."""
+"""Parsing Avro schema text into the forms the registry stores, compares and encodes with."""
 
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import fastavro
 from fastavro.schema import SchemaParseException, UnknownType
 
 from registry.errors import InvalidSchema
+from registry.types import SchemaReference
+
+PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
+_NAMED = frozenset({"record", "error", "enum", "fixed"})
+# Attribute order of a normalized schema; anything else follows, sorted.
+_KEY_ORDER = (
+    "type", "name", "fields", "symbols", "items", "values", "size", "default", "order",
+    "logicalType", "precision", "scale", "doc", "aliases",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class AvroSchema:
-    """A parsed Avro schema: its canonical text, identity fingerprint and fastavro form."""
+    """A parsed Avro schema.
+
+    `canonical` is the text stored and served (compact JSON, every attribute kept);
+    `resolved` is self-contained: named types taken from references are inlined, so the
+    compatibility engine and the encoder need nothing else.
+    """
 
     canonical: str
     fingerprint: str
-    parsed: Any
+    normalized_fingerprint: str
+    resolved: Any
+    parsed: Any = field(repr=False)
+    references: tuple[SchemaReference, ...] = ()
 
     @property
     def json(self) -> Any:
-        """The schema as JSON values (dicts, lists, strings)."""
+        """The schema as JSON values (dicts, lists, strings), as stored."""
         return json.loads(self.canonical)
 
 
-def parse(text: str) -> AvroSchema:
-    """Parse schema text; raise `InvalidSchema` (42201) saying what is wrong."""
+def parse(
+    text: str,
+    *,
+    references: Iterable[tuple[SchemaReference, "AvroSchema"]] = (),
+    normalize: bool = False,
+) -> AvroSchema:
+    """Parse schema text whose named types may come from `references`; raise 42201 if invalid."""
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidSchema(
             f"Invalid schema: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})."
         ) from exc
+    references = tuple(references)
+    imported: dict[str, Any] = {}
+    for _ref, schema in references:
+        imported.update(named_types(schema.resolved))
+    resolved = _Inliner(imported).inline(document, namespace=None)
     try:
-        parsed = fastavro.parse_schema(document, _write_hint=False)
+        parsed = fastavro.parse_schema(resolved, _write_hint=False)
     except (SchemaParseException, UnknownType, ValueError, TypeError, KeyError) as exc:
         raise InvalidSchema(f"Invalid schema: {exc}") from exc
-    # Compact JSON keeps every attribute (docs, defaults, custom cleaning rules) while making
-    # whitespace and formatting irrelevant to a schema's identity.
+    if normalize:
+        document = normalized(document)
     canonical = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
-    fingerprint = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-    return AvroSchema(canonical=canonical, fingerprint=fingerprint, parsed=parsed)
+    refs = tuple(ref for ref, _ in references)
+    return AvroSchema(
+        canonical=canonical,
+        fingerprint=_fingerprint(canonical, refs),
+        normalized_fingerprint=_fingerprint(
+            json.dumps(normalized(document), separators=(",", ":"), ensure_ascii=False), refs
+        ),
+        resolved=resolved,
+        parsed=parsed,
+        references=refs,
+    )
+
+
+def _fingerprint(canonical: str, references: tuple[SchemaReference, ...]) -> str:
+    digest = hashlib.sha256(canonical.encode("utf-8"))
+    for ref in references:
+        digest.update(f"\0{ref.name}\0{ref.subject}\0{ref.version}".encode())
+    return digest.hexdigest()
+
+
+def full_name(name: str, namespace: str | None) -> str:
+    """The full name of a named type: dotted names are already full."""
+    if "." in name or not namespace:
+        return name
+    return f"{namespace}.{name}"
+
+
+def named_types(schema: Any, namespace: str | None = None) -> dict[str, Any]:
+    """Every named type defined in `schema`, by full name, with names made full."""
+    found: dict[str, Any] = {}
+
+    def walk(node: Any, ns: str | None) -> None:
+        if isinstance(node, list):
+            for branch in node:
+                walk(branch, ns)
+        elif isinstance(node, Mapping):
+            kind = node.get("type")
+            if kind in _NAMED and "name" in node:
+                name = full_name(node["name"], node.get("namespace", ns))
+                ns = name.rpartition(".")[0] or None
+                found[name] = {**node, "name": name}
+                found[name].pop("namespace", None)
+            for child in _children(node):
+                walk(child, ns)
+
+    walk(schema, namespace)
+    return found
+
+
+def _children(node: Mapping[str, Any]) -> list[Any]:
+    kind = node.get("type")
+    if kind in ("record", "error"):
+        return [f.get("type") for f in node.get("fields", []) if isinstance(f, Mapping)]
+    if kind == "array":
+        return [node.get("items")]
+    if kind == "map":
+        return [node.get("values")]
+    if isinstance(kind, dict | list):
+        return [kind]
+    return []
+
+
+class _Inliner:
+    """Replaces the first use of each referenced type name by its definition."""
+
+    def __init__(self, imported: dict[str, Any]) -> None:
+        self._imported = imported
+        self._defined: set[str] = set()
+
+    def inline(self, node: Any, namespace: str | None) -> Any:
+        if isinstance(node, str):
+            if node in PRIMITIVES:
+                return node
+            name = node if node in self._imported else full_name(node, namespace)
+            if name in self._imported and name not in self._defined:
+                definition = self._imported[name]
+                self._defined.add(name)
+                return self.inline(definition, namespace)
+            return node
+        if isinstance(node, list):
+            return [self.inline(branch, namespace) for branch in node]
+        if not isinstance(node, Mapping):
+            return node
+        kind = node.get("type")
+        out = dict(node)
+        if kind in _NAMED and isinstance(node.get("name"), str):
+            name = full_name(node["name"], node.get("namespace", namespace))
+            self._defined.add(name)
+            namespace = name.rpartition(".")[0] or None
+        if kind in ("record", "error") and isinstance(node.get("fields"), list):
+            out["fields"] = [
+                {**f, "type": self.inline(f.get("type"), namespace)}
+                if isinstance(f, Mapping)
+                else f
+                for f in node["fields"]
+            ]
+        elif kind == "array" and "items" in node:
+            out["items"] = self.inline(node["items"], namespace)
+        elif kind == "map" and "values" in node:
+            out["values"] = self.inline(node["values"], namespace)
+        elif isinstance(kind, dict | list | str):
+            out["type"] = self.inline(kind, namespace)
+        return out
+
+
+def normalized(schema: Any, namespace: str | None = None) -> Any:
+    """A normal form: full names, no `namespace`, fixed attribute order, bare primitives."""
+    if isinstance(schema, str):
+        return schema if schema in PRIMITIVES else full_name(schema, namespace)
+    if isinstance(schema, list):
+        return [normalized(branch, namespace) for branch in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    node = dict(schema)
+    kind = node.get("type")
+    if kind in _NAMED and isinstance(node.get("name"), str):
+        node["name"] = full_name(node["name"], node.pop("namespace", namespace))
+        namespace = node["name"].rpartition(".")[0] or None
+    else:
+        node.pop("namespace", None)
+    if kind in ("record", "error"):
+        node["fields"] = [
+            _ordered({**f, "type": normalized(f.get("type"), namespace)}) for f in node["fields"]
+        ]
+    elif kind == "array":
+        node["items"] = normalized(node["items"], namespace)
+    elif kind == "map":
+        node["values"] = normalized(node["values"], namespace)
+    elif isinstance(kind, dict | list):
+        return (
+            normalized(kind, namespace)
+            if len(node) == 1
+            else _ordered({**node, "type": normalized(kind, namespace)})
+        )
+    if kind in PRIMITIVES and len(node) == 1:
+        return kind
+    return _ordered(node)
+
+
+def _ordered(node: dict[str, Any]) -> dict[str, Any]:
+    known = [k for k in _KEY_ORDER if k in node]
+    rest = sorted(k for k in node if k not in _KEY_ORDER)
+    return {k: node[k] for k in (*known, *rest)}

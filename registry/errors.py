@@ -19,12 +19,24 @@ class ErrorCode(IntEnum):
     SUBJECT_NOT_FOUND = 40401
     VERSION_NOT_FOUND = 40402
     SCHEMA_NOT_FOUND = 40403
+    SUBJECT_SOFT_DELETED = 40404
+    SUBJECT_NOT_SOFT_DELETED = 40405
+    VERSION_SOFT_DELETED = 40406
+    VERSION_NOT_SOFT_DELETED = 40407
+    SUBJECT_COMPATIBILITY_NOT_CONFIGURED = 40408
+    SUBJECT_MODE_NOT_CONFIGURED = 40409
     FEED_NOT_FOUND = 40420
     # 409: a schema the subject's compatibility level rejects (Confluent's number)
-    INCOMPATIBLE_SCHEMA = 409
+    INCOMPATIBLE_SCHEMA = 40901
     # 422: the content is well-formed but invalid (Confluent's numbers first)
     INVALID_SCHEMA = 42201
     INVALID_VERSION = 42202
+    INVALID_COMPATIBILITY_LEVEL = 42203
+    INVALID_MODE = 42204
+    OPERATION_NOT_PERMITTED = 42205
+    REFERENCE_EXISTS = 42206
+    ID_DOES_NOT_MATCH = 42207
+    INVALID_SUBJECT = 42208
     INVALID_RECORD = 42220
     INVALID_WIRE_FORMAT = 42221
     # 5xx: the hub or something it depends on failed
@@ -78,11 +90,105 @@ class VersionNotFound(TerminalError):
         super().__init__(f"Version {version} not found for subject '{subject}'.")
 
 
+class SubjectSoftDeleted(TerminalError):
+    code = ErrorCode.SUBJECT_SOFT_DELETED
+
+    def __init__(self, subject: str) -> None:
+        super().__init__(
+            f"Subject '{subject}' was soft deleted. Set permanent=true to delete permanently."
+        )
+
+
+class SubjectNotSoftDeleted(TerminalError):
+    code = ErrorCode.SUBJECT_NOT_SOFT_DELETED
+
+    def __init__(self, subject: str) -> None:
+        super().__init__(
+            f"Subject '{subject}' was not deleted first before being permanently deleted: "
+            "delete it without permanent=true first."
+        )
+
+
+class VersionSoftDeleted(TerminalError):
+    code = ErrorCode.VERSION_SOFT_DELETED
+
+    def __init__(self, subject: str, version: int) -> None:
+        super().__init__(
+            f"Subject '{subject}' version {version} was soft deleted. "
+            "Set permanent=true to delete permanently."
+        )
+
+
+class VersionNotSoftDeleted(TerminalError):
+    code = ErrorCode.VERSION_NOT_SOFT_DELETED
+
+    def __init__(self, subject: str, version: int) -> None:
+        super().__init__(
+            f"Subject '{subject}' version {version} was not deleted first before being "
+            "permanently deleted: delete it without permanent=true first."
+        )
+
+
+class CompatibilityNotConfigured(TerminalError):
+    code = ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED
+
+    def __init__(self, subject: str) -> None:
+        super().__init__(
+            f"Subject '{subject}' does not have subject-level compatibility configured; "
+            "pass defaultToGlobal=true to get the global level."
+        )
+
+
+class ModeNotConfigured(TerminalError):
+    code = ErrorCode.SUBJECT_MODE_NOT_CONFIGURED
+
+    def __init__(self, subject: str) -> None:
+        super().__init__(
+            f"Subject '{subject}' does not have subject-level mode configured; "
+            "pass defaultToGlobal=true to get the global mode."
+        )
+
+
+class IncompatibleSchema(TerminalError):
+    """A schema the subject's compatibility level rejects; `reasons` lists every problem."""
+
+    code = ErrorCode.INCOMPATIBLE_SCHEMA
+
+    def __init__(self, message: str, *, reasons: list[str]) -> None:
+        super().__init__(message)
+        self.reasons = reasons
+
+
+class InvalidCompatibilityLevel(TerminalError):
+    code = ErrorCode.INVALID_COMPATIBILITY_LEVEL
+
+
+class InvalidMode(TerminalError):
+    code = ErrorCode.INVALID_MODE
+
+
+class OperationNotPermitted(TerminalError):
+    code = ErrorCode.OPERATION_NOT_PERMITTED
+
+
+class ReferenceExists(TerminalError):
+    code = ErrorCode.REFERENCE_EXISTS
+
+
+class IdDoesNotMatch(TerminalError):
+    code = ErrorCode.ID_DOES_NOT_MATCH
+
+
 class SchemaNotFound(TerminalError):
     code = ErrorCode.SCHEMA_NOT_FOUND
 
-    def __init__(self, schema_id: int) -> None:
-        super().__init__(f"Schema {schema_id} not found.")
+    def __init__(self, schema_id: int | None = None, *, message: str | None = None) -> None:
+        super().__init__(message or f"Schema {schema_id} not found.")
+
+    @classmethod
+    def under(cls, subject: str) -> "SchemaNotFound":
+        """The schema looked up is not registered under `subject`."""
+        return cls(message=f"Schema not found under subject '{subject}'.")
 
 
 class InvalidSchema(TerminalError):

@@ -29,7 +29,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 def encode(value: Any, *, schema: AvroSchema, schema_id: SchemaId) -> bytes:
     """Validate a natural-JSON value and return it as a Confluent-framed Avro message."""
-    datum = to_datum(value, schema.json)
+    datum = to_datum(value, schema.resolved)
     buffer = io.BytesIO()
     fastavro.schemaless_writer(buffer, schema.parsed, datum)
     return frame(schema_id, buffer.getvalue())

@@ -1,18 +1,47 @@
-"""Registry operations: the one place that combines parsing, storage and caching."""
+"""Registry operations: the rules of the Confluent Schema Registry over the SQL store."""
 
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import Literal
 
 from registry.avro import AvroSchema, parse
-from registry.errors import InvalidVersion
+from registry.compatibility import CompatibilityReport, check
+from registry.config import ConfigStore
+from registry.errors import (
+    CompatibilityNotConfigured,
+    IdDoesNotMatch,
+    IncompatibleSchema,
+    InvalidCompatibilityLevel,
+    InvalidMode,
+    InvalidVersion,
+    ModeNotConfigured,
+    OperationNotPermitted,
+    ReferenceExists,
+    SchemaNotFound,
+    SubjectNotFound,
+    SubjectNotSoftDeleted,
+    SubjectSoftDeleted,
+    VersionNotFound,
+    VersionNotSoftDeleted,
+    VersionSoftDeleted,
+)
 from registry.store import SchemaStore
-from registry.types import RegisteredSchema, SchemaId, Subject, Version
+from registry.types import (
+    CompatibilityMode,
+    RegisteredSchema,
+    RegistryMode,
+    SchemaId,
+    SchemaReference,
+    Subject,
+    Version,
+)
 
 _MAX_VERSION = 2**31 - 1
 
 
 def parse_version(text: str) -> Version | None:
-    """A version path parameter: a positive integer, or `latest` (returned as None)."""
-    if text == "latest" or text == "-1":
+    """A version path parameter: a positive integer, or `latest`/-1 (returned as None)."""
+    if text in ("latest", "-1"):
         return None
     try:
         version = int(text)
@@ -23,29 +52,380 @@ def parse_version(text: str) -> Version | None:
     return Version(version)
 
 
-class RegistryService:
-    """Register and look up schemas. Schemas by id are immutable, so they are cached."""
+def parse_compatibility(text: str) -> CompatibilityMode:
+    """A compatibility level by name; 42203 listing the valid names otherwise."""
+    try:
+        return CompatibilityMode(text.upper())
+    except ValueError:
+        valid = ", ".join(m.value for m in CompatibilityMode)
+        raise InvalidCompatibilityLevel(
+            f"Invalid compatibility level '{text}'. Valid values are: {valid}."
+        ) from None
 
-    def __init__(self, store: SchemaStore, *, cache_size: int = 10_000) -> None:
+
+def parse_mode(text: str) -> RegistryMode:
+    """A mode by name; 42204 listing the valid names otherwise."""
+    try:
+        return RegistryMode(text.upper())
+    except ValueError:
+        valid = ", ".join(m.value for m in RegistryMode)
+        raise InvalidMode(f"Invalid mode '{text}'. Valid values are: {valid}.") from None
+
+
+class RegistryService:
+    """Register, look up, delete and check schemas; configure compatibility and modes."""
+
+    def __init__(
+        self,
+        store: SchemaStore,
+        config: ConfigStore | None = None,
+        *,
+        default_compatibility: CompatibilityMode = CompatibilityMode.BACKWARD,
+        cache_size: int = 10_000,
+    ) -> None:
         self._store = store
+        self._config = config or ConfigStore(store.sessions)
+        self._default_compatibility = default_compatibility
+        # A schema id always names the same schema, so parsed schemas are cached by id.
         self._schema_by_id = lru_cache(maxsize=cache_size)(self._load_schema)
 
-    def register(self, *, subject: Subject, schema_text: str) -> RegisteredSchema:
-        """Register `schema_text` under `subject`; an identical schema keeps its version."""
-        return self._store.register(subject=subject, schema=parse(schema_text))
+    # --- schemas -------------------------------------------------------------------------
+
+    def parse(
+        self,
+        schema_text: str,
+        *,
+        references: Sequence[SchemaReference] = (),
+        normalize: bool = False,
+    ) -> AvroSchema:
+        """Parse schema text, fetching the named types its references point at."""
+        resolved = [(ref, self._referenced(ref)) for ref in references]
+        return parse(schema_text, references=resolved, normalize=normalize)
+
+    def register(
+        self,
+        *,
+        subject: Subject,
+        schema_text: str,
+        references: Sequence[SchemaReference] = (),
+        normalize: bool = False,
+        schema_id: SchemaId | None = None,
+        version: Version | None = None,
+    ) -> RegisteredSchema:
+        """Register a schema under `subject`: an identical live schema keeps its version;
+        a new one must pass the subject's compatibility level (409 with every reason)."""
+        mode = self.mode(subject=subject, default_to_global=True)
+        if mode is RegistryMode.READONLY:
+            raise OperationNotPermitted(
+                f"Subject '{subject}' is in read-only mode; set its mode to READWRITE first."
+            )
+        importing = mode is RegistryMode.IMPORT
+        if (schema_id is not None or version is not None) and not importing:
+            raise OperationNotPermitted(
+                "A schema id or version can only be given in IMPORT mode "
+                f"(subject '{subject}' is in {mode} mode)."
+            )
+        schema = self.parse(schema_text, references=references, normalize=normalize)
+        existing = self._store.find(
+            subject=subject, schema=schema, normalized=normalize, include_deleted=False
+        )
+        if existing is not None:
+            if schema_id is not None and existing.schema_id != schema_id:
+                raise IdDoesNotMatch(
+                    f"Schema already registered under '{subject}' with id {existing.schema_id}, "
+                    f"not the requested id {schema_id}."
+                )
+            return existing
+        if importing:
+            self._check_import(subject, schema, schema_id, version)
+        else:
+            report = self._check_against_subject(subject, schema, version=None)
+            if not report.compatible:
+                level = self.compatibility(subject=subject, default_to_global=True)
+                raise IncompatibleSchema(
+                    f"Schema being registered is incompatible with an earlier schema for subject "
+                    f"'{subject}' (compatibility level {level}): " + "; ".join(report.messages()),
+                    reasons=report.messages(),
+                )
+        return self._store.register(
+            subject=subject, schema=schema, schema_id=schema_id, version=version
+        )
+
+    def _check_import(
+        self,
+        subject: Subject,
+        schema: AvroSchema,
+        schema_id: SchemaId | None,
+        version: Version | None,
+    ) -> None:
+        if schema_id is not None:
+            try:
+                stored = self._store.get(schema_id=schema_id)[0]
+            except SchemaNotFound:
+                stored = None
+            if stored is not None and stored.fingerprint != schema.fingerprint:
+                raise IdDoesNotMatch(
+                    f"Schema id {schema_id} is already taken by a different schema; "
+                    "import it under a free id."
+                )
+        if version is not None:
+            taken = [v for v in self._store.versions(subject=subject, include_deleted=True)]
+            if any(v.version == version for v in taken):
+                raise OperationNotPermitted(
+                    f"Version {version} of subject '{subject}' already exists; "
+                    "an import cannot overwrite it."
+                )
+
+    def lookup(
+        self,
+        *,
+        subject: Subject,
+        schema_text: str,
+        references: Sequence[SchemaReference] = (),
+        normalize: bool = False,
+        include_deleted: bool = False,
+    ) -> RegisteredSchema:
+        """The version of `subject` holding this schema (40401 no subject, 40403 no such schema)."""
+        if not self._store.versions(subject=subject, include_deleted=include_deleted):
+            raise SubjectNotFound(subject)
+        schema = self.parse(schema_text, references=references, normalize=normalize)
+        found = self._store.find(
+            subject=subject, schema=schema, normalized=normalize, include_deleted=include_deleted
+        )
+        if found is None:
+            raise SchemaNotFound.under(subject)
+        return found
 
     def schema(self, *, schema_id: SchemaId) -> AvroSchema:
         """The parsed schema with id `schema_id` (cached)."""
         return self._schema_by_id(schema_id)
 
-    def version(self, *, subject: Subject, version: Version | None) -> RegisteredSchema:
-        """A version of `subject`; None means the latest."""
-        return self._store.get_version(subject=subject, version=version)
-
-    def subjects(self) -> list[Subject]:
-        """Every subject with a live version."""
-        return self._store.list()
-
     def _load_schema(self, schema_id: SchemaId) -> AvroSchema:
-        _, text = self._store.get(schema_id=schema_id)
-        return parse(text)
+        row, references = self._store.get(schema_id=schema_id)
+        return self.parse(row.schema_text, references=references)
+
+    def _referenced(self, ref: SchemaReference) -> AvroSchema:
+        target = self._store.get_version(subject=ref.subject, version=ref.version)
+        return self.schema(schema_id=target.schema_id)
+
+    def version(
+        self, *, subject: Subject, version: Version | None, include_deleted: bool = False
+    ) -> RegisteredSchema:
+        """A version of `subject`; None means the latest live one."""
+        return self._store.get_version(
+            subject=subject, version=version, include_deleted=include_deleted
+        )
+
+    def versions(self, *, subject: Subject, include_deleted: bool = False) -> list[Version]:
+        """The version numbers of `subject` (40401 when it has none)."""
+        found = self._store.versions(subject=subject, include_deleted=include_deleted)
+        if not found:
+            raise SubjectNotFound(subject)
+        return [v.version for v in found]
+
+    def subjects(self, *, prefix: str = "", include_deleted: bool = False) -> list[Subject]:
+        """Subjects with a live version (or any, with `include_deleted`), sorted."""
+        return self._store.list(prefix=prefix, include_deleted=include_deleted)
+
+    def schemas(
+        self,
+        *,
+        prefix: str = "",
+        include_deleted: bool = False,
+        latest_only: bool = False,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[RegisteredSchema]:
+        """Subject versions, by subject then version; `latest_only` keeps each subject's last."""
+        found = self._store.list_schemas(prefix=prefix, include_deleted=include_deleted)
+        if latest_only:
+            last: dict[Subject, RegisteredSchema] = {}
+            for item in found:
+                last[item.subject] = item
+            found = list(last.values())
+        end = None if limit is None or limit < 0 else offset + limit
+        return found[offset:end]
+
+    def usages(
+        self, *, schema_id: SchemaId, include_deleted: bool = False
+    ) -> list[RegisteredSchema]:
+        """Subject versions that use schema `schema_id` (40403 when none does)."""
+        found = self._store.usages(schema_id=schema_id, include_deleted=include_deleted)
+        if not found:
+            raise SchemaNotFound(schema_id)
+        return found
+
+    def referenced_by(self, *, subject: Subject, version: Version | None) -> list[SchemaId]:
+        """Ids of schemas that reference this version of `subject`."""
+        target = self.version(subject=subject, version=version)
+        return self._store.referenced_by(subject=subject, version=target.version)
+
+    # --- deletion ------------------------------------------------------------------------
+
+    def delete_subject(self, *, subject: Subject, permanent: bool = False) -> list[Version]:
+        """Soft-delete every version of `subject`, or purge the soft-deleted ones."""
+        self._writable(subject)
+        all_versions = self._store.versions(subject=subject, include_deleted=True)
+        if not all_versions:
+            raise SubjectNotFound(subject)
+        live = [v for v in all_versions if not v.deleted]
+        if permanent:
+            if live:
+                raise SubjectNotSoftDeleted(subject)
+            numbers = [v.version for v in all_versions]
+            self._store.purge(subject=subject, versions=numbers)
+            self._config.set_compatibility(subject=subject, compatibility=None)
+            self._config.set_mode(subject=subject, mode=None)
+            return numbers
+        if not live:
+            raise SubjectSoftDeleted(subject)
+        for item in live:
+            self._not_referenced(item)
+        numbers = [v.version for v in live]
+        self._store.set_deleted(subject=subject, versions=numbers)
+        return numbers
+
+    def delete_version(
+        self, *, subject: Subject, version: Version | None, permanent: bool = False
+    ) -> Version:
+        """Soft-delete one version (None: the latest live), or purge a soft-deleted one."""
+        self._writable(subject)
+        all_versions = self._store.versions(subject=subject, include_deleted=True)
+        if not all_versions:
+            raise SubjectNotFound(subject)
+        if version is None:
+            target = self._store.get_version(subject=subject, version=None)
+        else:
+            matches = [v for v in all_versions if v.version == version]
+            if not matches:
+                raise VersionNotFound(subject, version)
+            target = matches[0]
+        if permanent:
+            if not target.deleted:
+                raise VersionNotSoftDeleted(subject, target.version)
+            self._store.purge(subject=subject, versions=[target.version])
+            return target.version
+        if target.deleted:
+            raise VersionSoftDeleted(subject, target.version)
+        self._not_referenced(target)
+        self._store.set_deleted(subject=subject, versions=[target.version])
+        return target.version
+
+    def _not_referenced(self, item: RegisteredSchema) -> None:
+        users = self._store.referenced_by(subject=item.subject, version=item.version)
+        if users:
+            raise ReferenceExists(
+                f"Subject '{item.subject}' version {item.version} is referenced by schema id(s) "
+                f"{', '.join(map(str, users))}; delete those first."
+            )
+
+    def _writable(self, subject: Subject) -> None:
+        if self.mode(subject=subject, default_to_global=True) is RegistryMode.READONLY:
+            raise OperationNotPermitted(
+                f"Subject '{subject}' is in read-only mode; set its mode to READWRITE first."
+            )
+
+    # --- compatibility -------------------------------------------------------------------
+
+    def check_compatibility(
+        self,
+        *,
+        subject: Subject,
+        schema_text: str,
+        references: Sequence[SchemaReference] = (),
+        version: Version | Literal["all"] | None = "all",
+        normalize: bool = False,
+    ) -> CompatibilityReport:
+        """Check a candidate against one version (None: the latest) or, with "all", against
+        the versions the subject's level names."""
+        schema = self.parse(schema_text, references=references, normalize=normalize)
+        if version == "all":
+            return self._check_against_subject(subject, schema, version=None)
+        target = self.version(subject=subject, version=version)
+        level = self.compatibility(subject=subject, default_to_global=True)
+        single = _NON_TRANSITIVE.get(level, level)
+        return check(
+            [self.schema(schema_id=target.schema_id).resolved],
+            schema.resolved,
+            single,
+            versions=[target.version],
+        )
+
+    def _check_against_subject(
+        self, subject: Subject, schema: AvroSchema, *, version: Version | None
+    ) -> CompatibilityReport:
+        level = self.compatibility(subject=subject, default_to_global=True)
+        live = self._store.versions(subject=subject)
+        return check(
+            [self.schema(schema_id=v.schema_id).resolved for v in live],
+            schema.resolved,
+            level,
+            versions=[v.version for v in live],
+        )
+
+    # --- configuration -------------------------------------------------------------------
+
+    def compatibility(
+        self, *, subject: Subject | None = None, default_to_global: bool = True
+    ) -> CompatibilityMode:
+        """The level in force for `subject` (or registry-wide)."""
+        if subject is not None:
+            own = self._config.get(subject=subject).compatibility
+            if own is not None:
+                return own
+            if not default_to_global:
+                raise CompatibilityNotConfigured(subject)
+        return self._config.get(subject=None).compatibility or self._default_compatibility
+
+    def set_compatibility(self, *, subject: Subject | None, level: str) -> CompatibilityMode:
+        parsed = parse_compatibility(level)
+        self._config.set_compatibility(subject=subject, compatibility=parsed)
+        return parsed
+
+    def delete_compatibility(self, *, subject: Subject | None) -> CompatibilityMode:
+        """Clear the level at this level and return the one that was in force."""
+        previous = self.compatibility(subject=subject, default_to_global=subject is None)
+        self._config.set_compatibility(subject=subject, compatibility=None)
+        return previous
+
+    def mode(
+        self, *, subject: Subject | None = None, default_to_global: bool = True
+    ) -> RegistryMode:
+        """The mode in force for `subject` (or registry-wide)."""
+        if subject is not None:
+            own = self._config.get(subject=subject).mode
+            if own is not None:
+                return own
+            if not default_to_global:
+                raise ModeNotConfigured(subject)
+        return self._config.get(subject=None).mode or RegistryMode.READWRITE
+
+    def set_mode(self, *, subject: Subject | None, mode: str, force: bool = False) -> RegistryMode:
+        """Set a mode; IMPORT needs an empty subject (or registry) unless `force`."""
+        parsed = parse_mode(mode)
+        if (
+            parsed is RegistryMode.IMPORT
+            and not force
+            and not self._store.is_empty(subject=subject)
+        ):
+            where = f"subject '{subject}'" if subject else "the registry"
+            raise OperationNotPermitted(
+                f"Cannot switch {where} to IMPORT mode: it already holds schemas. "
+                "Pass force=true to import into it anyway."
+            )
+        self._config.set_mode(subject=subject, mode=parsed)
+        return parsed
+
+    def delete_mode(self, *, subject: Subject | None) -> RegistryMode:
+        """Clear the mode at this level and return the one that was in force."""
+        previous = self.mode(subject=subject, default_to_global=subject is None)
+        self._config.set_mode(subject=subject, mode=None)
+        return previous
+
+
+# A check against one chosen version uses the level's direction, not its transitivity.
+_NON_TRANSITIVE = {
+    CompatibilityMode.BACKWARD_TRANSITIVE: CompatibilityMode.BACKWARD,
+    CompatibilityMode.FORWARD_TRANSITIVE: CompatibilityMode.FORWARD,
+    CompatibilityMode.FULL_TRANSITIVE: CompatibilityMode.FULL,
+}

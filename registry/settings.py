@@ -5,6 +5,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from registry.types import CompatibilityMode
+
 
 def default_home() -> Path:
     """The local state directory: `HUB_HOME`, else `.hub` in the working directory."""
@@ -25,4 +27,10 @@ class RegistrySettings(BaseSettings):
             "PostgreSQL (`postgresql+psycopg://user:password@host/db`) in production."
         ),
     )
-    pool_size: int = Field(default=5, ge=1, description="Connections kept open per process.")
+    pool_size: int = Field(
+        default=5, ge=1, description="Connections kept open per process (PostgreSQL)."
+    )
+    default_compatibility: CompatibilityMode = Field(
+        default=CompatibilityMode.BACKWARD,
+        description="Compatibility level of subjects and of the registry when none is set.",
+    )

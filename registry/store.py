@@ -1,72 +1,27 @@
-"""SQL storage of schemas and subject versions, the same code on SQLite and PostgreSQL.
+"""SQL storage of schemas and subject versions, the same code on SQLite and PostgreSQL."""
 
-Only Alembic migrations (`migrations/`) create or change these tables.
-"""
-
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 
-from sqlalchemy import (
-    Boolean,
-    DateTime,
-    Engine,
-    ForeignKey,
-    Integer,
-    String,
-    Text,
-    UniqueConstraint,
-    create_engine,
-    event,
-    func,
-    select,
-)
+from sqlalchemy import Engine, create_engine, delete, event, func, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from registry.avro import AvroSchema
 from registry.errors import SchemaNotFound, StoreUnavailable, SubjectNotFound, VersionNotFound
-from registry.types import RegisteredSchema, SchemaId, SchemaType, Subject, Version
+from registry.tables import SchemaReferenceRow, SchemaRow, SubjectVersionRow
+from registry.types import (
+    RegisteredSchema,
+    SchemaId,
+    SchemaReference,
+    SchemaType,
+    Subject,
+    Version,
+)
 
 # Concurrent registrations from several API processes race on the unique constraints; the loser
 # retries and then finds the winner's row. A handful of rounds is plenty in practice.
 _REGISTER_ATTEMPTS = 8
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-class Base(DeclarativeBase):
-    pass
-
-
-class SchemaRow(Base):
-    """A distinct schema. Ids are allocated by the database and never reused."""
-
-    __tablename__ = "schemas"
-    # AUTOINCREMENT on SQLite keeps ids of deleted rows from coming back.
-    __table_args__ = ({"sqlite_autoincrement": True},)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    schema_type: Mapped[str] = mapped_column(String(16), nullable=False)
-    schema_text: Mapped[str] = mapped_column(Text, nullable=False)
-    fingerprint: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
-
-
-class SubjectVersionRow(Base):
-    """A version of a subject, pointing at a schema."""
-
-    __tablename__ = "subject_versions"
-    __table_args__ = (UniqueConstraint("subject", "version", name="uq_subject_version"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    subject: Mapped[str] = mapped_column(String(255), nullable=False, index=True)
-    version: Mapped[int] = mapped_column(Integer, nullable=False)
-    schema_id: Mapped[int] = mapped_column(ForeignKey("schemas.id"), nullable=False)
-    deleted: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
 
 
 def create_store_engine(database_url: str, *, pool_size: int = 5) -> Engine:
@@ -87,30 +42,46 @@ def create_store_engine(database_url: str, *, pool_size: int = 5) -> Engine:
     return create_engine(database_url, pool_size=pool_size, pool_pre_ping=True)
 
 
+@contextmanager
+def transaction(sessions: sessionmaker[Session]) -> Iterator[Session]:
+    """A session in a transaction; database outages become `StoreUnavailable` (50001)."""
+    try:
+        with sessions.begin() as session:
+            yield session
+    except OperationalError as exc:
+        raise StoreUnavailable(
+            f"The registry database is unavailable: {exc.orig}. "
+            "Check HUB_REGISTRY_DATABASE_URL and that the database is running."
+        ) from exc
+
+
 class SchemaStore:
-    """Schemas and subject versions in a SQL database."""
+    """Schemas and subject versions in a SQL database. Business rules live in the service."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
-    @contextmanager
-    def _session(self) -> Iterator[Session]:
-        try:
-            with self._sessions.begin() as session:
-                yield session
-        except OperationalError as exc:
-            raise StoreUnavailable(
-                f"The registry database is unavailable: {exc.orig}. "
-                "Check HUB_REGISTRY_DATABASE_URL and that the database is running."
-            ) from exc
+    @property
+    def sessions(self) -> sessionmaker[Session]:
+        return self._sessions
 
-    def register(self, *, subject: Subject, schema: AvroSchema) -> RegisteredSchema:
-        """Store `schema` as the next version of `subject`, or return its existing version."""
+    def register(
+        self,
+        *,
+        subject: Subject,
+        schema: AvroSchema,
+        schema_id: SchemaId | None = None,
+        version: Version | None = None,
+    ) -> RegisteredSchema:
+        """Store `schema` as a version of `subject`, or return its existing live version.
+
+        `schema_id` and `version` are given only when importing from another registry.
+        """
         for _ in range(_REGISTER_ATTEMPTS):
             try:
-                with self._session() as session:
-                    return self._register_once(session, subject, schema)
+                with transaction(self._sessions) as session:
+                    return self._register_once(session, subject, schema, schema_id, version)
             except IntegrityError:
                 continue  # another process won a race on a unique key; look again
         raise StoreUnavailable(
@@ -119,19 +90,38 @@ class SchemaStore:
         )
 
     def _register_once(
-        self, session: Session, subject: Subject, schema: AvroSchema
+        self,
+        session: Session,
+        subject: Subject,
+        schema: AvroSchema,
+        schema_id: SchemaId | None,
+        version: Version | None,
     ) -> RegisteredSchema:
         schema_row = session.scalar(
             select(SchemaRow).where(SchemaRow.fingerprint == schema.fingerprint)
         )
         if schema_row is None:
             schema_row = SchemaRow(
+                id=schema_id,
                 schema_type=SchemaType.AVRO.value,
                 schema_text=schema.canonical,
                 fingerprint=schema.fingerprint,
+                normalized_fingerprint=schema.normalized_fingerprint,
             )
             session.add(schema_row)
             session.flush()
+            session.add_all(
+                SchemaReferenceRow(
+                    schema_id=schema_row.id,
+                    position=i,
+                    name=ref.name,
+                    subject=ref.subject,
+                    version=ref.version,
+                )
+                for i, ref in enumerate(schema.references)
+            )
+            if schema_id is not None:
+                _advance_id_sequence(session)
         existing = session.scalar(
             select(SubjectVersionRow).where(
                 SubjectVersionRow.subject == subject,
@@ -140,71 +130,216 @@ class SchemaStore:
             )
         )
         if existing is not None:
-            return _registered(existing, schema_row)
-        latest = session.scalar(
-            select(func.max(SubjectVersionRow.version)).where(SubjectVersionRow.subject == subject)
-        )
-        row = SubjectVersionRow(subject=subject, version=(latest or 0) + 1, schema_id=schema_row.id)
+            return _registered(existing, schema_row, schema.references)
+        if version is None:
+            latest = session.scalar(
+                select(func.max(SubjectVersionRow.version)).where(
+                    SubjectVersionRow.subject == subject
+                )
+            )
+            version = Version((latest or 0) + 1)
+        row = SubjectVersionRow(subject=subject, version=version, schema_id=schema_row.id)
         session.add(row)
         session.flush()
-        return _registered(row, schema_row)
+        return _registered(row, schema_row, schema.references)
 
-    def get(self, *, schema_id: SchemaId) -> tuple[SchemaType, str]:
-        """The type and text of schema `schema_id`."""
-        with self._session() as session:
+    def get(self, *, schema_id: SchemaId) -> tuple[SchemaRow, tuple[SchemaReference, ...]]:
+        """Schema `schema_id` and its references, if any subject version (live or soft-deleted)
+        still points at it."""
+        with transaction(self._sessions) as session:
             row = session.get(SchemaRow, schema_id)
-            if row is None:
-                raise SchemaNotFound(schema_id)
-            return SchemaType(row.schema_type), row.schema_text
-
-    def get_version(self, *, subject: Subject, version: Version | None) -> RegisteredSchema:
-        """A live version of `subject`; `version=None` means the latest."""
-        with self._session() as session:
-            query = select(SubjectVersionRow, SchemaRow).join(
-                SchemaRow, SchemaRow.id == SubjectVersionRow.schema_id
-            )
-            query = query.where(
-                SubjectVersionRow.subject == subject, SubjectVersionRow.deleted.is_(False)
-            )
-            if version is None:
-                query = query.order_by(SubjectVersionRow.version.desc()).limit(1)
-            else:
-                query = query.where(SubjectVersionRow.version == version)
-            found = session.execute(query).first()
-            if found is None:
-                if not self._subject_exists(session, subject):
-                    raise SubjectNotFound(subject)
-                raise VersionNotFound(subject, "latest" if version is None else version)
-            return _registered(found[0], found[1])
-
-    def list(self) -> list[Subject]:
-        """The subjects with at least one live version, sorted."""
-        with self._session() as session:
-            rows = session.scalars(
-                select(SubjectVersionRow.subject)
-                .where(SubjectVersionRow.deleted.is_(False))
-                .distinct()
-                .order_by(SubjectVersionRow.subject)
-            )
-            return [Subject(s) for s in rows]
-
-    @staticmethod
-    def _subject_exists(session: Session, subject: Subject) -> bool:
-        return (
-            session.scalar(
+            used = session.scalar(
                 select(SubjectVersionRow.id)
-                .where(SubjectVersionRow.subject == subject, SubjectVersionRow.deleted.is_(False))
+                .where(SubjectVersionRow.schema_id == schema_id)
                 .limit(1)
             )
-            is not None
+            if row is None or used is None:
+                raise SchemaNotFound(schema_id)
+            return row, _references(session, schema_id)
+
+    def find(
+        self, *, subject: Subject, schema: AvroSchema, normalized: bool, include_deleted: bool
+    ) -> RegisteredSchema | None:
+        """The version of `subject` holding `schema` (by exact or normalized identity)."""
+        with transaction(self._sessions) as session:
+            column = SchemaRow.normalized_fingerprint if normalized else SchemaRow.fingerprint
+            value = schema.normalized_fingerprint if normalized else schema.fingerprint
+            query = (
+                select(SubjectVersionRow, SchemaRow)
+                .join(SchemaRow, SchemaRow.id == SubjectVersionRow.schema_id)
+                .where(SubjectVersionRow.subject == subject, column == value)
+                .order_by(SubjectVersionRow.deleted, SubjectVersionRow.version.desc())
+            )
+            if not include_deleted:
+                query = query.where(SubjectVersionRow.deleted.is_(False))
+            found = session.execute(query.limit(1)).first()
+            if found is None:
+                return None
+            return _registered(found[0], found[1], _references(session, found[1].id))
+
+    def versions(
+        self, *, subject: Subject, include_deleted: bool = False
+    ) -> list[RegisteredSchema]:
+        """The versions of `subject`, oldest first."""
+        with transaction(self._sessions) as session:
+            query = (
+                select(SubjectVersionRow, SchemaRow)
+                .join(SchemaRow, SchemaRow.id == SubjectVersionRow.schema_id)
+                .where(SubjectVersionRow.subject == subject)
+                .order_by(SubjectVersionRow.version)
+            )
+            if not include_deleted:
+                query = query.where(SubjectVersionRow.deleted.is_(False))
+            return [
+                _registered(v, s, _references(session, s.id)) for v, s in session.execute(query)
+            ]
+
+    def get_version(
+        self, *, subject: Subject, version: Version | None, include_deleted: bool = False
+    ) -> RegisteredSchema:
+        """A version of `subject`; `version=None` means the latest live one."""
+        versions = self.versions(subject=subject, include_deleted=True)
+        if not versions or (
+            not include_deleted and all(v.deleted for v in versions) and version is None
+        ):
+            raise SubjectNotFound(subject)
+        if version is None:
+            live = [v for v in versions if not v.deleted]
+            return live[-1]
+        for candidate in versions:
+            if candidate.version == version and (include_deleted or not candidate.deleted):
+                return candidate
+        if not include_deleted and all(v.deleted for v in versions):
+            raise SubjectNotFound(subject)
+        raise VersionNotFound(subject, version)
+
+    def list_schemas(
+        self, *, prefix: str = "", include_deleted: bool = False
+    ) -> list[RegisteredSchema]:
+        """Every subject version, by subject then version."""
+        with transaction(self._sessions) as session:
+            query = (
+                select(SubjectVersionRow, SchemaRow)
+                .join(SchemaRow, SchemaRow.id == SubjectVersionRow.schema_id)
+                .order_by(SubjectVersionRow.subject, SubjectVersionRow.version)
+            )
+            if prefix:
+                query = query.where(SubjectVersionRow.subject.startswith(prefix, autoescape=True))
+            if not include_deleted:
+                query = query.where(SubjectVersionRow.deleted.is_(False))
+            return [
+                _registered(v, s, _references(session, s.id)) for v, s in session.execute(query)
+            ]
+
+    def usages(
+        self, *, schema_id: SchemaId, include_deleted: bool = False
+    ) -> list[RegisteredSchema]:
+        """The subject versions that point at `schema_id`."""
+        with transaction(self._sessions) as session:
+            query = (
+                select(SubjectVersionRow, SchemaRow)
+                .join(SchemaRow, SchemaRow.id == SubjectVersionRow.schema_id)
+                .where(SubjectVersionRow.schema_id == schema_id)
+                .order_by(SubjectVersionRow.subject, SubjectVersionRow.version)
+            )
+            if not include_deleted:
+                query = query.where(SubjectVersionRow.deleted.is_(False))
+            return [_registered(v, s, ()) for v, s in session.execute(query)]
+
+    def referenced_by(self, *, subject: Subject, version: Version) -> list[SchemaId]:
+        """Ids of schemas, still registered under a live version, that reference this version."""
+        with transaction(self._sessions) as session:
+            query = (
+                select(SchemaReferenceRow.schema_id)
+                .join(
+                    SubjectVersionRow, SubjectVersionRow.schema_id == SchemaReferenceRow.schema_id
+                )
+                .where(
+                    SchemaReferenceRow.subject == subject,
+                    SchemaReferenceRow.version == version,
+                    SubjectVersionRow.deleted.is_(False),
+                )
+                .distinct()
+                .order_by(SchemaReferenceRow.schema_id)
+            )
+            return [SchemaId(i) for i in session.scalars(query)]
+
+    def set_deleted(self, *, subject: Subject, versions: Sequence[Version]) -> None:
+        """Soft-delete these versions of `subject`."""
+        with transaction(self._sessions) as session:
+            session.execute(
+                update(SubjectVersionRow)
+                .where(
+                    SubjectVersionRow.subject == subject, SubjectVersionRow.version.in_(versions)
+                )
+                .values(deleted=True)
+            )
+
+    def purge(self, *, subject: Subject, versions: Sequence[Version]) -> None:
+        """Permanently remove these versions of `subject`; the schemas keep their ids."""
+        with transaction(self._sessions) as session:
+            session.execute(
+                delete(SubjectVersionRow).where(
+                    SubjectVersionRow.subject == subject, SubjectVersionRow.version.in_(versions)
+                )
+            )
+
+    def is_empty(self, *, subject: Subject | None = None) -> bool:
+        """Whether no version (of `subject`, or at all) is stored, deleted or not."""
+        with transaction(self._sessions) as session:
+            query = select(SubjectVersionRow.id).limit(1)
+            if subject is not None:
+                query = query.where(SubjectVersionRow.subject == subject)
+            return session.scalar(query) is None
+
+    # Last in the class, so that `list` below means the builtin in the annotations above.
+    def list(self, *, prefix: str = "", include_deleted: bool = False) -> list[Subject]:
+        """Subjects (with a live version unless `include_deleted`), sorted."""
+        with transaction(self._sessions) as session:
+            query = select(SubjectVersionRow.subject).distinct().order_by(SubjectVersionRow.subject)
+            if prefix:
+                query = query.where(SubjectVersionRow.subject.startswith(prefix, autoescape=True))
+            if not include_deleted:
+                query = query.where(SubjectVersionRow.deleted.is_(False))
+            return [Subject(s) for s in session.scalars(query)]
+
+
+def _advance_id_sequence(session: Session) -> None:
+    """After an imported id, keep PostgreSQL's sequence ahead of every id in the table.
+
+    SQLite's AUTOINCREMENT does this by itself.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(
+            text(
+                "SELECT setval(pg_get_serial_sequence('schemas', 'id'), "
+                "GREATEST((SELECT max(id) FROM schemas), "
+                "(SELECT last_value FROM schemas_id_seq)))"
+            )
         )
 
 
-def _registered(row: SubjectVersionRow, schema_row: SchemaRow) -> RegisteredSchema:
+def _references(session: Session, schema_id: int) -> tuple[SchemaReference, ...]:
+    rows = session.scalars(
+        select(SchemaReferenceRow)
+        .where(SchemaReferenceRow.schema_id == schema_id)
+        .order_by(SchemaReferenceRow.position)
+    )
+    return tuple(
+        SchemaReference(name=r.name, subject=Subject(r.subject), version=Version(r.version))
+        for r in rows
+    )
+
+
+def _registered(
+    row: SubjectVersionRow, schema_row: SchemaRow, references: tuple[SchemaReference, ...]
+) -> RegisteredSchema:
     return RegisteredSchema(
         subject=Subject(row.subject),
         version=Version(row.version),
         schema_id=SchemaId(schema_row.id),
         schema=schema_row.schema_text,
         schema_type=SchemaType(schema_row.schema_type),
+        references=references,
+        deleted=row.deleted,
     )

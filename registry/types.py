@@ -16,6 +16,46 @@ class SchemaType(StrEnum):
     AVRO = "AVRO"
 
 
+@unique
+class CompatibilityMode(StrEnum):
+    """Which registered versions a new schema is checked against, and in which direction.
+
+    BACKWARD: the new schema reads data written with the latest version. FORWARD: the latest
+    version reads data written with the new schema. FULL: both. The `_TRANSITIVE` forms check
+    against every registered version instead of the latest. NONE checks nothing.
+    """
+
+    NONE = "NONE"
+    BACKWARD = "BACKWARD"
+    BACKWARD_TRANSITIVE = "BACKWARD_TRANSITIVE"
+    FORWARD = "FORWARD"
+    FORWARD_TRANSITIVE = "FORWARD_TRANSITIVE"
+    FULL = "FULL"
+    FULL_TRANSITIVE = "FULL_TRANSITIVE"
+
+
+@unique
+class RegistryMode(StrEnum):
+    """What writes a subject (or the whole registry) accepts.
+
+    READWRITE: normal operation. READONLY: no registrations or deletions. IMPORT: schemas are
+    registered with the id and version they had elsewhere, and compatibility is not checked.
+    """
+
+    READWRITE = "READWRITE"
+    READONLY = "READONLY"
+    IMPORT = "IMPORT"
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaReference:
+    """A named type that a schema takes from a version of another subject."""
+
+    name: str
+    subject: Subject
+    version: Version
+
+
 @dataclass(frozen=True, slots=True)
 class RegisteredSchema:
     """One version of a subject: the schema it points to and where it sits."""
@@ -25,3 +65,5 @@ class RegisteredSchema:
     schema_id: SchemaId
     schema: str
     schema_type: SchemaType = SchemaType.AVRO
+    references: tuple[SchemaReference, ...] = ()
+    deleted: bool = False

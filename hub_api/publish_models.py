@@ -1,36 +1,8 @@
-"""Request and response models of the HTTP API."""
+"""Request and response models of the publish gateway."""
 
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-
-
-class SchemaCreate(BaseModel):
-    """Body of `POST /subjects/{subject}/versions` (Confluent shape)."""
-
-    model_config = ConfigDict(populate_by_name=True, extra="ignore")
-
-    schema_: str = Field(alias="schema", description="The Avro schema as JSON text.")
-    schema_type: str = Field(default="AVRO", alias="schemaType")
-
-
-class SchemaIdPublic(BaseModel):
-    id: int
-
-
-class SchemaPublic(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    schema_: str = Field(serialization_alias="schema")
-
-
-class SubjectVersionPublic(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    subject: str
-    id: int
-    version: int
-    schema_: str = Field(serialization_alias="schema")
 
 
 class RecordIn(BaseModel):

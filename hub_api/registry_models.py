@@ -1,0 +1,107 @@
+"""Request and response models of the schema registry API, in the Confluent shapes."""
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from registry.types import RegisteredSchema, SchemaReference, Subject, Version
+
+
+class ReferenceModel(BaseModel):
+    """A named type taken from a version of another subject."""
+
+    name: str = Field(description="The referenced type's full name, as used in the schema.")
+    subject: str
+    version: int
+
+    def to_domain(self) -> SchemaReference:
+        return SchemaReference(
+            name=self.name, subject=Subject(self.subject), version=Version(self.version)
+        )
+
+
+class SchemaCreate(BaseModel):
+    """A schema as clients send it: register, look up, or check compatibility."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    schema_: str = Field(alias="schema", description="The Avro schema as JSON text.")
+    schema_type: str = Field(default="AVRO", alias="schemaType")
+    references: list[ReferenceModel] = Field(default_factory=list)
+    id: int | None = Field(default=None, description="Only in IMPORT mode: the id to keep.")
+    version: int | None = Field(default=None, description="Only in IMPORT mode: the version.")
+
+    def domain_references(self) -> list[SchemaReference]:
+        return [r.to_domain() for r in self.references]
+
+
+class SchemaIdPublic(BaseModel):
+    id: int
+
+
+class SchemaPublic(BaseModel):
+    """A schema by id. `schemaType` is left out for Avro, as Confluent does."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    schema_: str = Field(serialization_alias="schema")
+    references: list[ReferenceModel] | None = None
+
+
+class SubjectVersionPublic(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    subject: str
+    id: int
+    version: int
+    schema_: str = Field(serialization_alias="schema")
+    references: list[ReferenceModel] | None = None
+
+    @classmethod
+    def of(cls, item: RegisteredSchema) -> "SubjectVersionPublic":
+        return cls(
+            subject=item.subject,
+            id=item.schema_id,
+            version=item.version,
+            schema_=item.schema,
+            references=_references(item.references),
+        )
+
+
+class SubjectVersionRef(BaseModel):
+    subject: str
+    version: int
+
+
+class CompatibilityPut(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    compatibility: str = Field(description="One of the seven compatibility levels.")
+
+
+class CompatibilityLevelPublic(BaseModel):
+    compatibilityLevel: str  # Confluent's field name
+
+
+class CompatibilityPublic(BaseModel):
+    compatibility: str
+
+
+class ModeBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    mode: str = Field(description="READWRITE, READONLY or IMPORT.")
+
+
+class CompatibilityCheckPublic(BaseModel):
+    is_compatible: bool
+    messages: list[str] | None = None
+
+
+def _references(references: tuple[SchemaReference, ...]) -> list[ReferenceModel] | None:
+    if not references:
+        return None
+    return [ReferenceModel(name=r.name, subject=r.subject, version=r.version) for r in references]
+
+
+def references_of(references: tuple[SchemaReference, ...]) -> list[ReferenceModel] | None:
+    """References for a response; None (left out) when there are none."""
+    return _references(references)

@@ -1,0 +1,60 @@
+"""Compatibility levels and modes, per subject and for the whole registry."""
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from registry.store import transaction
+from registry.tables import ConfigRow
+from registry.types import CompatibilityMode, RegistryMode, Subject
+
+# The registry-wide row; subjects are never empty, so it cannot clash with one.
+_GLOBAL = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """What is configured at one level; None means not configured there."""
+
+    compatibility: CompatibilityMode | None = None
+    mode: RegistryMode | None = None
+
+
+class ConfigStore:
+    """Reads and writes configuration rows; `subject=None` is the registry-wide level."""
+
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self._sessions = sessions
+
+    def get(self, *, subject: Subject | None) -> Config:
+        """The configuration set at exactly this level."""
+        with transaction(self._sessions) as session:
+            row = session.get(ConfigRow, subject or _GLOBAL)
+            if row is None:
+                return Config()
+            return Config(
+                compatibility=CompatibilityMode(row.compatibility) if row.compatibility else None,
+                mode=RegistryMode(row.mode) if row.mode else None,
+            )
+
+    def set_compatibility(
+        self, *, subject: Subject | None, compatibility: CompatibilityMode | None
+    ) -> None:
+        """Set (or with None, clear) the compatibility level at this level."""
+        self._update(subject, compatibility=compatibility.value if compatibility else None)
+
+    def set_mode(self, *, subject: Subject | None, mode: RegistryMode | None) -> None:
+        """Set (or with None, clear) the mode at this level."""
+        self._update(subject, mode=mode.value if mode else None)
+
+    def _update(self, subject: Subject | None, **values: str | None) -> None:
+        with transaction(self._sessions) as session:
+            key = subject or _GLOBAL
+            row = session.get(ConfigRow, key, with_for_update=True)
+            if row is None:
+                row = ConfigRow(subject=key)
+                session.add(row)
+            for name, value in values.items():
+                setattr(row, name, value)
+            if row.compatibility is None and row.mode is None:
+                session.delete(row)
