@@ -4,6 +4,7 @@ import logging
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -22,10 +23,14 @@ kafka_app = typer.Typer(help="The local single-node Kafka broker (KRaft).", no_a
 db_app = typer.Typer(help="The registry database.", no_args_is_help=True)
 api_app = typer.Typer(help="The API server (registry + publish gateway).", no_args_is_help=True)
 load_app = typer.Typer(help="The Spark loaders.", no_args_is_help=True)
+schema_app = typer.Typer(
+    help="Schema files against a registry or a git revision (for CI).", no_args_is_help=True
+)
 app.add_typer(kafka_app, name="kafka")
 app.add_typer(db_app, name="db")
 app.add_typer(api_app, name="api")
 app.add_typer(load_app, name="load")
+app.add_typer(schema_app, name="schema")
 
 
 @app.callback()
@@ -124,6 +129,73 @@ def load_run() -> None:
     if query.exception() is not None:
         log.error("the loader stopped on an error: %s", query.exception())
         raise typer.Exit(1)
+
+
+SchemaPaths = Annotated[
+    list[Path], typer.Argument(help=".avsc files, or directories searched for them.")
+]
+RegistryUrl = Annotated[
+    str | None,
+    typer.Option("--registry", envvar="HUB_REGISTRY_URL", help="Base URL of the registry."),
+]
+MappingFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--subjects", help="YAML mapping of files to subjects (default: file name + '-value')."
+    ),
+]
+
+
+@schema_app.command("check")
+def schema_check(
+    paths: SchemaPaths,
+    registry: RegistryUrl = None,
+    against: Annotated[
+        str | None,
+        typer.Option("--against", help="Check offline against this git revision instead."),
+    ] = None,
+    subjects: MappingFile = None,
+    output_format: Annotated[str, typer.Option("--format", help="text, json or junit.")] = "text",
+    output: Annotated[
+        Path | None, typer.Option("--output", help="Write the report here instead of stdout.")
+    ] = None,
+) -> None:
+    """Exit 1 if any schema change would be rejected by its subject's compatibility level."""
+    from hub_cli import schema_check as sc
+
+    fmt = sc.OutputFormat(output_format)
+    mapping, base = sc.SubjectMapping.load(subjects)
+    files = sc.expand(paths)
+    if against is not None:
+        results = sc.check_against_revision(files, revision=against, mapping=mapping, base=base)
+    elif registry is not None:
+        results = sc.check_with_registry(files, registry_url=registry, mapping=mapping, base=base)
+    else:
+        raise sc.SchemaCheckError("Give --registry URL, or --against GIT_REF to check offline.")
+    report = sc.render(results, fmt)
+    if output is not None:
+        output.write_text(report + "\n")
+        typer.echo(sc.render(results, sc.OutputFormat.TEXT).splitlines()[-1])
+    else:
+        typer.echo(report)
+    if any(r.failed for r in results):
+        raise typer.Exit(1)
+
+
+@schema_app.command("register")
+def schema_register(
+    paths: SchemaPaths, registry: RegistryUrl = None, subjects: MappingFile = None
+) -> None:
+    """Register schema files under their subjects (stops at the first refusal)."""
+    from hub_cli import schema_check as sc
+
+    if registry is None:
+        raise sc.SchemaCheckError("Give --registry URL (or set HUB_REGISTRY_URL).")
+    mapping, base = sc.SubjectMapping.load(subjects)
+    for path, subject, schema_id in sc.register_files(
+        sc.expand(paths), registry_url=registry, mapping=mapping, base=base
+    ):
+        typer.echo(f"{path}: registered under {subject} as schema id {schema_id}")
 
 
 @app.command()

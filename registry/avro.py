@@ -56,6 +56,7 @@ def parse(
         raise InvalidSchema(
             f"Invalid schema: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})."
         ) from exc
+    _check_structure(document, "$")
     references = tuple(references)
     imported: dict[str, Any] = {}
     for _ref, schema in references:
@@ -79,6 +80,48 @@ def parse(
         parsed=parsed,
         references=refs,
     )
+
+
+# Attributes the specification requires, per complex type, with the JSON type they must have.
+_REQUIRED: dict[str, tuple[tuple[str, type], ...]] = {
+    "record": (("name", str), ("fields", list)),
+    "error": (("name", str), ("fields", list)),
+    "enum": (("name", str), ("symbols", list)),
+    "fixed": (("name", str), ("size", int)),
+    "array": (("items", object),),
+    "map": (("values", object),),
+}
+
+
+def _check_structure(node: Any, path: str) -> None:
+    """Required attributes the Avro parser lets pass; raise 42201 naming where one is missing."""
+    if isinstance(node, list):
+        for i, branch in enumerate(node):
+            _check_structure(branch, f"{path}[{i}]")
+        return
+    if not isinstance(node, Mapping):
+        return
+    kind = node.get("type")
+    for attribute, expected in _REQUIRED.get(kind if isinstance(kind, str) else "", ()):
+        if not isinstance(node.get(attribute), expected):
+            raise InvalidSchema(
+                f"Invalid schema: the {kind} at {path} needs a '{attribute}' attribute "
+                f"({expected.__name__ if expected is not object else 'a schema'})."
+            )
+    if kind in ("record", "error"):
+        for i, field in enumerate(node["fields"]):
+            if not isinstance(field, Mapping) or "name" not in field or "type" not in field:
+                raise InvalidSchema(
+                    f"Invalid schema: field {i} of record '{node['name']}' at {path} needs "
+                    "a 'name' and a 'type'."
+                )
+            _check_structure(field["type"], f"{path}.{field['name']}")
+    elif kind == "array":
+        _check_structure(node["items"], f"{path}[]")
+    elif kind == "map":
+        _check_structure(node["values"], f"{path}{{}}")
+    elif isinstance(kind, dict | list):
+        _check_structure(kind, path)
 
 
 def _fingerprint(canonical: str, references: tuple[SchemaReference, ...]) -> str:

@@ -1,0 +1,17 @@
+"""Running the `hub` command line as CI would: a separate process, exit code and output."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def hub(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `hub ARGS...` and return the finished process (output captured as text)."""
+    return subprocess.run(
+        [sys.executable, "-m", "hub_cli.main", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
