@@ -17,14 +17,14 @@ from hub_kafka.local_broker import LocalBroker
 from hub_kafka.settings import KafkaSettings
 from hub_kafka.topics import TopicName, bronze_table
 from registry import migrate
-from registry.errors import TerminalError
+from registry.errors import LocalServiceFailed
 from registry.settings import RegistrySettings, default_home
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
 
 
-class StackError(TerminalError):
+class StackError(LocalServiceFailed):
     """A part of the local stack failed to start or died."""
 
 

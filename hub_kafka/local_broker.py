@@ -19,8 +19,8 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from hub_kafka.errors import BrokerError
 from hub_kafka.settings import KafkaSettings
-from registry.errors import TerminalError
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +38,6 @@ logger.kafka.level = INFO
 logger.apache.name = org.apache.kafka
 logger.apache.level = WARN
 """
-
-
-class BrokerError(TerminalError):
-    """The local broker could not be started or stopped."""
 
 
 @dataclass(frozen=True, slots=True)

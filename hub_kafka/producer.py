@@ -9,15 +9,11 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from hub_kafka.errors import KafkaUnavailable
 from hub_kafka.settings import KafkaSettings
 from hub_kafka.topics import TopicName
-from registry.errors import ErrorCode, TransientError
 
 log = logging.getLogger(__name__)
-
-
-class KafkaUnavailable(TransientError):
-    code = ErrorCode.KAFKA_UNAVAILABLE
 
 
 @dataclass(frozen=True, slots=True)

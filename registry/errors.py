@@ -14,7 +14,6 @@ class ErrorCode(IntEnum):
 
     # 400: the request itself is malformed
     MALFORMED_REQUEST = 40001
-    UNSUPPORTED_CONTENT_TYPE = 41501
     # 404: the thing named does not exist (Confluent's numbers)
     SUBJECT_NOT_FOUND = 40401
     VERSION_NOT_FOUND = 40402
@@ -25,7 +24,6 @@ class ErrorCode(IntEnum):
     VERSION_NOT_SOFT_DELETED = 40407
     SUBJECT_COMPATIBILITY_NOT_CONFIGURED = 40408
     SUBJECT_MODE_NOT_CONFIGURED = 40409
-    FEED_NOT_FOUND = 40420
     # 409: a schema the subject's compatibility level rejects (Confluent's number)
     INCOMPATIBLE_SCHEMA = 40901
     # 422: the content is well-formed but invalid (Confluent's numbers first)
@@ -41,6 +39,7 @@ class ErrorCode(IntEnum):
     INVALID_WIRE_FORMAT = 42221
     # 5xx: the hub or something it depends on failed
     STORE_ERROR = 50001
+    LOCAL_SERVICE_FAILED = 50010
     KAFKA_UNAVAILABLE = 50301
 
     @property
@@ -221,3 +220,9 @@ class InvalidWireFormat(TerminalError):
 
 class StoreUnavailable(TransientError):
     code = ErrorCode.STORE_ERROR
+
+
+class LocalServiceFailed(TerminalError):
+    """A part the hub runs itself (broker, API server, loader) could not start or run."""
+
+    code = ErrorCode.LOCAL_SERVICE_FAILED

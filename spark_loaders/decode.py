@@ -12,6 +12,7 @@ from spark_loaders.schemas import RegistryClient
 
 # The Kafka source's columns, renamed to the hub's metadata columns.
 METADATA_COLUMNS = {
+    "_hub_key": "key",
     "_hub_partition": "partition",
     "_hub_offset": "offset",
     "_hub_timestamp": "timestamp",

@@ -1,7 +1,7 @@
 """Errors of the Spark loaders."""
 
-from registry.errors import TerminalError
+from registry.errors import LocalServiceFailed
 
 
-class LoaderError(TerminalError):
+class LoaderError(LocalServiceFailed):
     """The loader cannot run as configured; the message says what to fix."""

@@ -18,7 +18,7 @@ class LoaderSettings(BaseSettings):
 
     master: str = Field(
         default="local[*]",
-        description="Spark master URL; ignored under spark-submit, which sets its own.",
+        description="Spark master URL; `local[*]` runs Spark inside the loader's own process.",
     )
     driver_memory: str = Field(default="2g", description="Driver heap for the local Spark JVM.")
     shuffle_partitions: int = Field(

@@ -51,7 +51,8 @@ def test_published_page_views_land_in_bronze_exactly_once_with_equal_values(
         """
         SELECT view_id, user_id, url, referrer, device, duration_ms,
                unix_millis(viewed_at) AS viewed_ms,
-               _hub_partition, _hub_offset, _hub_schema_id, _hub_timestamp, _hub_ingested_at
+               _hub_key, _hub_partition, _hub_offset, _hub_schema_id, _hub_timestamp,
+               _hub_ingested_at
         FROM bronze.demo_page_views
         """
     ).collect()
@@ -67,6 +68,7 @@ def test_published_page_views_land_in_bronze_exactly_once_with_equal_values(
         assert row["device"] == value["device"]
         assert row["duration_ms"] == value["duration_ms"]
         assert row["viewed_ms"] == _epoch_ms(value["viewed_at"])
+        assert bytes(row["_hub_key"]) == str(value["user_id"]).encode()
         assert (row["_hub_partition"], row["_hub_offset"]) == offsets[value["view_id"]]
         assert row["_hub_schema_id"] == schema_id
         assert row["_hub_timestamp"] is not None and row["_hub_ingested_at"] is not None

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from hub_kafka.local_broker import BrokerError, LocalBroker
+from hub_kafka.errors import BrokerError
+from hub_kafka.local_broker import LocalBroker
 from hub_kafka.settings import KafkaSettings
 from tests.conftest import JARS
 from tests.support.ports import free_port
