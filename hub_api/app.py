@@ -6,10 +6,17 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from hub_api import config_routes, health_routes, publish_routes, registry_routes
+from catalog.feeds import FeedStore
+from catalog.idempotency import IdempotencyStore
+from catalog.teams import TeamStore
+from hub_api import config_routes, feed_routes, health_routes, publish_routes, registry_routes
+from hub_api.auth import KeyVerifier
 from hub_api.errors import install_error_handlers
+from hub_api.limits import BodySizeLimit
 from hub_api.settings import ApiSettings
-from hub_kafka.producer import FeedProducer
+from hub_kafka.admin import TopicAdmin
+from hub_kafka.feeds import FeedService
+from hub_kafka.producer import FeedProducer, TransactionalProducers
 from hub_kafka.publish import Publisher
 from hub_kafka.settings import KafkaSettings
 from registry.service import RegistryService
@@ -24,7 +31,7 @@ def create_app(
     registry: RegistrySettings | None = None,
     kafka: KafkaSettings | None = None,
 ) -> FastAPI:
-    """The hub's API app: registry and publish gateway. Settings default to the environment."""
+    """The hub's API app: registry, feeds and publish gateway; settings default to the env."""
     api = api or ApiSettings()
     registry = registry or RegistrySettings()
     kafka = kafka or KafkaSettings()
@@ -33,32 +40,42 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_store_engine(registry.database_url, pool_size=registry.pool_size)
         producer = FeedProducer(kafka)
+        transactions = TransactionalProducers(
+            kafka, id_prefix=f"hub-api-{api.instance_id}", size=api.transactional_producers
+        )
         service = RegistryService(
             SchemaStore(engine), default_compatibility=registry.default_compatibility
         )
         app.state.api_settings = api
         app.state.registry = service
-        app.state.publisher = Publisher(service, producer)
+        app.state.publisher = Publisher(service, producer, transactions)
+        app.state.feeds = FeedService(FeedStore(engine), service, TopicAdmin(kafka))
+        app.state.keys = KeyVerifier(TeamStore(engine), cache_seconds=api.key_cache_seconds)
+        app.state.idempotency = IdempotencyStore(engine)
         log.info(
-            "API ready: registry on %s, Kafka at %s",
+            "API ready: database %s, Kafka at %s, auth %s",
             engine.url.render_as_string(hide_password=True),
             kafka.bootstrap_servers,
+            api.auth,
         )
         try:
             yield
         finally:
+            transactions.close()
             producer.close()
             engine.dispose()
 
     app = FastAPI(
         title="Integration Hub",
-        description="Schema registry (Confluent-compatible) and publish gateway.",
+        description="Schema registry (Confluent-compatible), feeds and the publish gateway.",
         version="0.1.0",
         lifespan=lifespan,
     )
+    app.add_middleware(BodySizeLimit, max_bytes=api.max_body_bytes)
     install_error_handlers(app)
     app.include_router(health_routes.router)
     app.include_router(registry_routes.router)
     app.include_router(config_routes.router)
+    app.include_router(feed_routes.router)
     app.include_router(publish_routes.router)
     return app

@@ -4,7 +4,9 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from catalog.idempotency import IdempotencyStore
 from hub_api.settings import ApiSettings
+from hub_kafka.feeds import FeedService
 from hub_kafka.publish import Publisher
 from registry.service import RegistryService
 
@@ -19,6 +21,16 @@ def _publisher(request: Request) -> Publisher:
     return publisher
 
 
+def _feeds(request: Request) -> FeedService:
+    feeds: FeedService = request.app.state.feeds
+    return feeds
+
+
+def _idempotency(request: Request) -> IdempotencyStore:
+    store: IdempotencyStore = request.app.state.idempotency
+    return store
+
+
 def _settings(request: Request) -> ApiSettings:
     settings: ApiSettings = request.app.state.api_settings
     return settings
@@ -26,4 +38,6 @@ def _settings(request: Request) -> ApiSettings:
 
 Registry = Annotated[RegistryService, Depends(_registry)]
 PublisherDep = Annotated[Publisher, Depends(_publisher)]
+Feeds = Annotated[FeedService, Depends(_feeds)]
+Idempotency = Annotated[IdempotencyStore, Depends(_idempotency)]
 Settings = Annotated[ApiSettings, Depends(_settings)]

@@ -24,7 +24,11 @@ class RegistryJSONResponse(JSONResponse):
 def error_response(code: ErrorCode, message: str, **extra: object) -> JSONResponse:
     """The one error body of the hub."""
     body: dict[str, object] = {"error_code": int(code), "message": message, **extra}
-    headers = {"Retry-After": "5"} if code.http_status == 503 else None
+    headers = None
+    if code.http_status == 503:
+        headers = {"Retry-After": "5"}
+    elif code.http_status == 401:
+        headers = {"WWW-Authenticate": 'Bearer realm="hub"'}
     return JSONResponse(body, status_code=code.http_status, headers=headers)
 
 

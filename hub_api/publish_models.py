@@ -6,12 +6,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class RecordIn(BaseModel):
-    """One record to publish: a natural-JSON value and an optional key."""
+    """One record: a natural-JSON value, and optionally a key, headers and a timestamp."""
 
     model_config = ConfigDict(extra="forbid")
 
-    key: Any = None
-    value: Any
+    value: Any = Field(description="The record; null is a tombstone (changelog feeds only).")
+    key: Any = Field(default=None, description="Keyed feeds: derived from the value if left out.")
+    headers: dict[str, str] | None = Field(default=None, description="Kafka headers (text).")
+    timestamp: int | str | None = Field(
+        default=None, description="Event time: ISO-8601 or epoch milliseconds."
+    )
 
 
 class RecordsIn(BaseModel):
@@ -20,6 +24,18 @@ class RecordsIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     records: list[RecordIn] = Field(min_length=1)
+    schema_version: int | None = Field(
+        default=None, description="Validate against this version instead of the latest."
+    )
+
+
+class ChangePublic(BaseModel):
+    """A change cleaning made: which field, by which rule, from what to what."""
+
+    path: str
+    rule: str
+    before: Any
+    after: Any
 
 
 class RecordResultPublic(BaseModel):
@@ -30,11 +46,14 @@ class RecordResultPublic(BaseModel):
     error_code: int | None = None
     message: str | None = None
     path: str | None = None
+    dead_lettered: bool | None = None
+    cleaned: list[ChangePublic] | None = None
 
 
 class PublishPublic(BaseModel):
     topic: str
     schema_id: int
+    schema_version: int
     accepted: int
     rejected: int
     results: list[RecordResultPublic]

@@ -1,36 +1,138 @@
 """The publish gateway: records in as natural JSON, out to Kafka as framed Avro."""
 
-from fastapi import APIRouter
-from fastapi.responses import JSONResponse
+import hashlib
+import json
+from typing import Annotated
 
-from hub_api.deps import PublisherDep, Settings
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+
+from hub_api.auth import Caller, require_owner
+from hub_api.deps import Feeds, Idempotency, PublisherDep, Settings
 from hub_api.errors import error_response
-from hub_api.publish_models import PublishPublic, RecordResultPublic, RecordsIn
-from hub_kafka.publish import IncomingRecord
-from hub_kafka.topics import topic_name
+from hub_api.publish_models import ChangePublic, PublishPublic, RecordResultPublic, RecordsIn
+from hub_kafka.publish import IncomingRecord, OnError, PublishOutcome
 from registry.errors import ErrorCode
+from registry.types import Version
 
 router = APIRouter(prefix="/v1", tags=["publish"])
 
+_JSON_TYPES = ("application/json", "application/vnd.hub.v1+json")
 
-@router.post("/feeds/{topic}/records", response_model=PublishPublic)
-def publish_records(
-    topic: str, body: RecordsIn, publisher: PublisherDep, settings: Settings
+
+@router.post(
+    "/feeds/{topic}/records",
+    response_model=PublishPublic,
+    openapi_extra={
+        "requestBody": {
+            "content": {"application/json": {"schema": RecordsIn.model_json_schema()}},
+            "required": True,
+        }
+    },
+)
+async def publish_records(
+    topic: str,
+    request: Request,
+    feeds: Feeds,
+    publisher: PublisherDep,
+    idempotency: Idempotency,
+    settings: Settings,
+    caller: Caller,
+    on_error: Annotated[OnError, Query(description="`reject` or `dlq` invalid records.")] = (
+        OnError.REJECT
+    ),
+    atomic: Annotated[bool, Query(description="All records or none (Kafka transaction).")] = False,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)] = None,
 ) -> JSONResponse:
-    """Publish records to a feed. Each record's result comes back after Kafka acknowledged it.
+    """Publish records to a feed; each is answered after Kafka acknowledged it.
 
-    200 when every record was accepted; 207 when some were, with each result saying which;
-    the error status of the first failure when none was.
+    200 when every record was accepted (or dead-lettered as asked); 207 when some were not;
+    the error status of the first failure when none was. A retry with the same
+    `Idempotency-Key` gets the first answer and publishes nothing again.
     """
-    if len(body.records) > settings.max_records_per_request:
-        return error_response(
-            ErrorCode.MALFORMED_REQUEST,
-            f"{len(body.records)} records in one request; the most allowed is "
-            f"{settings.max_records_per_request} (HUB_API_MAX_RECORDS_PER_REQUEST).",
+    feed = await run_in_threadpool(feeds.get, topic)
+    require_owner(caller, feed.owner, what=f"Feed '{topic}'")
+    raw = await request.body()
+    body = _parse_body(request, raw, settings.max_records_per_request)
+    if isinstance(body, JSONResponse):
+        return body
+    scope = f"{feed.topic}|{caller.key_id}"
+    if idempotency_key is not None:
+        fingerprint = hashlib.sha256(raw + f"|{on_error}|{atomic}".encode()).hexdigest()
+        stored = await run_in_threadpool(
+            lambda: idempotency.begin(scope=scope, key=idempotency_key, request_sha256=fingerprint)
         )
-    outcome = publisher.publish(
-        topic_name(topic), [IncomingRecord(key=r.key, value=r.value) for r in body.records]
-    )
+        if stored is not None:
+            return JSONResponse(
+                json.loads(stored.body),
+                status_code=stored.status_code,
+                headers={"Idempotent-Replayed": "true"},
+            )
+    try:
+        outcome = await run_in_threadpool(
+            lambda: publisher.publish(
+                feed,
+                [
+                    IncomingRecord(
+                        value=r.value, key=r.key, headers=r.headers, timestamp=r.timestamp
+                    )
+                    for r in body.records
+                ],
+                schema_version=Version(body.schema_version) if body.schema_version else None,
+                on_error=on_error,
+                atomic=atomic,
+            )
+        )
+    except BaseException:
+        if idempotency_key is not None:
+            await run_in_threadpool(lambda: idempotency.abandon(scope=scope, key=idempotency_key))
+        raise
+    status, content = _answer(topic, outcome)
+    if idempotency_key is not None:
+        if outcome.accepted or status < 500:
+            text = json.dumps(content)
+            await run_in_threadpool(
+                lambda: idempotency.complete(
+                    scope=scope, key=idempotency_key, status_code=status, body=text
+                )
+            )
+        else:  # nothing reached Kafka: let a retry publish
+            await run_in_threadpool(lambda: idempotency.abandon(scope=scope, key=idempotency_key))
+    headers = {"Retry-After": "5"} if status == 503 else None
+    return JSONResponse(content, status_code=status, headers=headers)
+
+
+def _parse_body(request: Request, raw: bytes, max_records: int) -> RecordsIn | JSONResponse:
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type not in _JSON_TYPES:
+        return error_response(
+            ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+            f"Content-Type '{content_type or '(none)'}' is not supported; send application/json.",
+        )
+    try:
+        document = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return error_response(ErrorCode.MALFORMED_REQUEST, f"Malformed JSON body: {exc}.")
+    records = document.get("records") if isinstance(document, dict) else None
+    if isinstance(records, list) and len(records) > max_records:
+        return error_response(
+            ErrorCode.TOO_MANY_RECORDS,
+            f"{len(records)} records in one request; the most allowed is {max_records} "
+            "(HUB_API_MAX_RECORDS_PER_REQUEST). Split the batch.",
+        )
+    try:
+        return RecordsIn.model_validate(document)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        return error_response(ErrorCode.MALFORMED_REQUEST, f"Malformed request: {problems}")
+
+
+def _answer(topic: str, outcome: PublishOutcome) -> tuple[int, dict[str, object]]:
     results = [
         RecordResultPublic(
             partition=r.partition,
@@ -38,23 +140,29 @@ def publish_records(
             error_code=int(r.error_code) if r.error_code is not None else None,
             message=r.message,
             path=r.path,
+            dead_lettered=True if r.dead_lettered else None,
+            cleaned=[
+                ChangePublic(path=c.path, rule=str(c.rule), before=c.before, after=c.after)
+                for c in r.cleaned
+            ]
+            or None,
         )
         for r in outcome.results
     ]
-    accepted = sum(1 for r in outcome.results if r.ok)
+    handled = sum(1 for r in outcome.results if r.ok or r.dead_lettered)
     answer = PublishPublic(
         topic=topic,
         schema_id=outcome.schema_id,
-        accepted=accepted,
-        rejected=len(results) - accepted,
+        schema_version=outcome.schema_version,
+        accepted=outcome.accepted,
+        rejected=len(results) - outcome.accepted,
         results=results,
     )
-    if accepted == len(results):
+    if handled == len(results):
         status = 200
-    elif accepted:
+    elif handled:
         status = 207
     else:
         first = next(r.error_code for r in outcome.results if r.error_code is not None)
         status = first.http_status
-    headers = {"Retry-After": "5"} if status == 503 else None
-    return JSONResponse(answer.model_dump(exclude_none=True), status_code=status, headers=headers)
+    return status, answer.model_dump(mode="json", exclude_none=True)

@@ -1,16 +1,54 @@
 """Settings of the API server (environment prefix `HUB_API_`)."""
 
+import os
+import socket
+from enum import StrEnum, unique
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+@unique
+class AuthMode(StrEnum):
+    REQUIRED = "required"  # writes need an API key of the owning team, or an admin key
+    DISABLED = "disabled"  # every request acts as an admin (a single-user local hub)
+
+
 class ApiSettings(BaseSettings):
-    """How the API server listens and what one publish request may carry."""
+    """How the API server listens, who may do what, and what one request may carry."""
 
     model_config = SettingsConfigDict(env_prefix="HUB_API_", extra="ignore")
 
     host: str = Field(default="127.0.0.1", description="Interface the API server binds to.")
     port: int = Field(default=8080, ge=1, le=65535, description="Port of the API server.")
+    auth: AuthMode = Field(
+        default=AuthMode.REQUIRED,
+        description=(
+            "`required`: publishing, feed administration and registry writes need an API key "
+            "(`Authorization: Bearer <key>`, or Basic auth with the key as password); "
+            "`disabled`: no keys, every caller is an admin."
+        ),
+    )
+    public_reads: bool = Field(
+        default=True,
+        description="Whether reads (GET) work without a key; false requires any valid key.",
+    )
     max_records_per_request: int = Field(
         default=10_000, ge=1, description="Most records one publish request may carry."
+    )
+    max_body_bytes: int = Field(
+        default=16 * 1024 * 1024, ge=1024, description="Largest request body accepted (413 above)."
+    )
+    transactional_producers: int = Field(
+        default=2, ge=1, description="Concurrent atomic (transactional) publish requests."
+    )
+    instance_id: str = Field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}",
+        description="Unique name of this API process; prefixes its Kafka transactional ids.",
+    )
+    key_cache_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        description="How long a verified API key is trusted before it is checked again "
+        "(a revoked key stops working within this time).",
     )

@@ -57,15 +57,33 @@ def schema_text(topic: str) -> str:
     return (resources.files("hub_cli") / "demo" / f"{topic}.avsc").read_text()
 
 
-def register_schemas(api_url: str) -> None:
-    """Register each demo feed's value schema (idempotent)."""
-    with httpx.Client(base_url=api_url, timeout=30) as http:
+TEAM = "demo"
+
+
+def create_feeds(api_url: str, api_key: str) -> None:
+    """Create the demo feeds, owned by team `demo` (idempotent: existing feeds are kept)."""
+    with httpx.Client(base_url=api_url, timeout=60, headers=_auth(api_key)) as http:
         for topic in FEEDS:
             response = http.post(
-                f"/subjects/{topic}-value/versions", json={"schema": schema_text(topic)}
+                "/v1/feeds",
+                json={
+                    "topic": topic,
+                    "owner": TEAM,
+                    "kind": "event",
+                    "partitions": 2,
+                    "description": f"Demo feed: sample {topic.split('.')[1].replace('_', ' ')}.",
+                    "value_schema": schema_text(topic),
+                },
             )
+            if response.status_code == 409:
+                log.info("demo feed %s exists", topic)
+                continue
             response.raise_for_status()
-            log.info("demo feed %s: schema id %s", topic, response.json()["id"])
+            log.info("demo feed %s created", topic)
+
+
+def _auth(api_key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"}
 
 
 def batches(rng: random.Random) -> Iterator[tuple[str, list[dict[str, Any]]]]:
@@ -75,11 +93,13 @@ def batches(rng: random.Random) -> Iterator[tuple[str, list[dict[str, Any]]]]:
             yield topic, [{"key": None, "value": make(rng)} for _ in range(rng.randint(1, count))]
 
 
-def publish_forever(api_url: str, stop: threading.Event, *, interval_s: float = 1.0) -> None:
+def publish_forever(
+    api_url: str, api_key: str, stop: threading.Event, *, interval_s: float = 1.0
+) -> None:
     """Publish demo batches through the gateway until `stop` is set."""
     rng = random.Random()
     published = 0
-    with httpx.Client(base_url=api_url, timeout=60) as http:
+    with httpx.Client(base_url=api_url, timeout=60, headers=_auth(api_key)) as http:
         for topic, records in batches(rng):
             if stop.is_set():
                 return

@@ -5,12 +5,15 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from hub_cli.logs import configure_logging
 from registry.errors import HubError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 log = logging.getLogger("hub")
 
@@ -23,6 +26,8 @@ kafka_app = typer.Typer(help="The local single-node Kafka broker (KRaft).", no_a
 db_app = typer.Typer(help="The registry database.", no_args_is_help=True)
 api_app = typer.Typer(help="The API server (registry + publish gateway).", no_args_is_help=True)
 load_app = typer.Typer(help="The Spark loaders.", no_args_is_help=True)
+team_app = typer.Typer(help="Teams, which own feeds.", no_args_is_help=True)
+key_app = typer.Typer(help="API keys of teams (and admin keys).", no_args_is_help=True)
 schema_app = typer.Typer(
     help="Schema files against a registry or a git revision (for CI).", no_args_is_help=True
 )
@@ -31,6 +36,8 @@ app.add_typer(db_app, name="db")
 app.add_typer(api_app, name="api")
 app.add_typer(load_app, name="load")
 app.add_typer(schema_app, name="schema")
+app.add_typer(team_app, name="team")
+app.add_typer(key_app, name="key")
 
 
 @app.callback()
@@ -196,6 +203,77 @@ def schema_register(
         sc.expand(paths), registry_url=registry, mapping=mapping, base=base
     ):
         typer.echo(f"{path}: registered under {subject} as schema id {schema_id}")
+
+
+def _catalog_engine() -> "Engine":
+    """The hub's database, migrated to the newest revision."""
+    from registry import migrate
+    from registry.settings import RegistrySettings
+    from registry.store import create_store_engine
+
+    url = RegistrySettings().database_url
+    migrate.upgrade(url)
+    return create_store_engine(url)
+
+
+@team_app.command("create")
+def team_create(name: Annotated[str, typer.Argument(help="Team name, e.g. `payments`.")]) -> None:
+    """Create a team (in HUB_REGISTRY_DATABASE_URL)."""
+    from catalog.teams import TeamStore
+    from catalog.types import TeamName
+
+    TeamStore(_catalog_engine()).register(name=TeamName(name))
+    typer.echo(f"team {name} created")
+
+
+@team_app.command("list")
+def team_list() -> None:
+    """List the teams."""
+    from catalog.teams import TeamStore
+
+    for team in TeamStore(_catalog_engine()).list():
+        typer.echo(team.name)
+
+
+@key_app.command("create")
+def key_create(
+    team: Annotated[str | None, typer.Option(help="The team the key acts for.")] = None,
+    admin: Annotated[bool, typer.Option(help="An admin key (all feeds and settings).")] = False,
+) -> None:
+    """Create an API key; the key is printed once, only its hash is stored."""
+    from catalog.teams import TeamStore
+    from catalog.types import TeamName
+
+    if (team is None) == (not admin):
+        raise typer.BadParameter("give either --team TEAM or --admin")
+    key, token = TeamStore(_catalog_engine()).create_key(
+        team=TeamName(team) if team else None, admin=admin
+    )
+    typer.echo(f"key id {key.key_id} for {'admin' if admin else 'team ' + str(team)}")
+    typer.echo(token)
+
+
+@key_app.command("revoke")
+def key_revoke(key_id: Annotated[str, typer.Argument(help="The key id (not the key).")]) -> None:
+    """Revoke an API key; it stops working within HUB_API_KEY_CACHE_SECONDS."""
+    from catalog.teams import TeamStore
+
+    TeamStore(_catalog_engine()).revoke(key_id=key_id)
+    typer.echo(f"key {key_id} revoked")
+
+
+@key_app.command("list")
+def key_list(
+    team: Annotated[str | None, typer.Option(help="Only this team's keys.")] = None,
+) -> None:
+    """List API keys (ids, owners, state), never their secrets."""
+    from catalog.teams import TeamStore
+    from catalog.types import TeamName
+
+    for key in TeamStore(_catalog_engine()).keys(team=TeamName(team) if team else None):
+        owner = "admin" if key.admin else f"team {key.team}"
+        state = f"revoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "active"
+        typer.echo(f"{key.key_id}  {owner}  created {key.created_at:%Y-%m-%d %H:%M}  {state}")
 
 
 @app.command()

@@ -1,5 +1,6 @@
 """`hub up`: the whole local stack (Kafka, API, loader) on the embedded default, until Ctrl-C."""
 
+import contextlib
 import logging
 import os
 import signal
@@ -11,6 +12,9 @@ from pathlib import Path
 
 import httpx
 
+from catalog.errors import TeamExists
+from catalog.teams import TeamStore
+from catalog.types import TeamName
 from hub_api.settings import ApiSettings
 from hub_cli import demo
 from hub_kafka.local_broker import LocalBroker
@@ -19,6 +23,7 @@ from hub_kafka.topics import TopicName, bronze_table
 from registry import migrate
 from registry.errors import LocalServiceFailed
 from registry.settings import RegistrySettings, default_home
+from registry.store import create_store_engine
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
@@ -26,6 +31,26 @@ log = logging.getLogger(__name__)
 
 class StackError(LocalServiceFailed):
     """A part of the local stack failed to start or died."""
+
+
+def local_admin_key(database_url: str, path: Path) -> str:
+    """The local hub's admin key: kept in `path` (mode 0600), made anew if missing or revoked."""
+    teams = TeamStore(create_store_engine(database_url))
+    if path.exists():
+        token = path.read_text().strip()
+        if teams.verify(token) is not None:
+            return token
+    key, token = teams.create_key(team=None, admin=True)
+    path.touch(mode=0o600)
+    path.write_text(token + "\n")
+    log.info("created admin key %s (in %s)", key.key_id, path)
+    return token
+
+
+def ensure_team(database_url: str, team: TeamName) -> None:
+    """Create `team` unless it exists."""
+    with contextlib.suppress(TeamExists):
+        TeamStore(create_store_engine(database_url)).register(name=team)
 
 
 class LocalStack:
@@ -41,10 +66,15 @@ class LocalStack:
         self._children: list[tuple[str, subprocess.Popen[bytes]]] = []
         self._stop = threading.Event()
         self._started_broker = False
+        self._admin_key = ""
 
     @property
     def api_url(self) -> str:
         return f"http://{self._api.host}:{self._api.port}"
+
+    @property
+    def admin_key_file(self) -> Path:
+        return default_home() / "admin.key"
 
     def run(self) -> None:
         """Run until Ctrl-C (SIGINT) or SIGTERM, or until a part dies; then stop everything."""
@@ -74,15 +104,20 @@ class LocalStack:
         self._kafka = self._kafka.model_copy(
             update={"bootstrap_servers": self._broker.bootstrap_servers}
         )
-        log.info("migrating the registry database")
+        log.info("migrating the hub's database")
         migrate.upgrade(self._registry.database_url)
+        self._admin_key = local_admin_key(self._registry.database_url, self.admin_key_file)
+        if self._demo:
+            ensure_team(self._registry.database_url, TeamName(demo.TEAM))
         self._spawn("API server", ["api", "serve"])
         self._wait_for_api()
         self._spawn("loader", ["load", "run"])
         if self._demo:
-            demo.register_schemas(self.api_url)
+            demo.create_feeds(self.api_url, self._admin_key)
             threading.Thread(
-                target=demo.publish_forever, args=(self.api_url, self._stop), daemon=True
+                target=demo.publish_forever,
+                args=(self.api_url, self._admin_key, self._stop),
+                daemon=True,
             ).start()
         self._print_welcome()
 
@@ -131,6 +166,8 @@ class LocalStack:
             "The hub is up.",
             f"  API (registry + publish gateway): {self.api_url}  (docs: {self.api_url}/docs)",
             f"  Kafka: {self._broker.bootstrap_servers}",
+            f"  Admin API key: in {self.admin_key_file}; send it as",
+            f'    -H "Authorization: Bearer $(cat {self.admin_key_file})"',
             f"  Tables: {self._loader.warehouse_dir}",
             f"  Hive metastore: {self._loader.metastore_dir}",
             f"  Logs: {default_home() / 'logs'}",

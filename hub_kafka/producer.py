@@ -1,15 +1,18 @@
-"""An idempotent, acks=all producer that answers per record only after Kafka acknowledged it."""
+"""Producers that answer per record only after Kafka acknowledged it.
+
+`FeedProducer` is the shared idempotent producer (`acks=all`); `TransactionalProducers` publish
+all-or-nothing batches in Kafka transactions.
+"""
 
 import logging
+import queue
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from hub_kafka.errors import KafkaUnavailable
 from hub_kafka.settings import KafkaSettings
 from hub_kafka.topics import TopicName
 
@@ -56,9 +59,6 @@ class FeedProducer:
                 "error_cb": _log_client_error,
             }
         )
-        self._admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
-        self._known_topics: set[str] = set()
-        self._topics_lock = threading.Lock()
         self._closed = threading.Event()
         self._poller = threading.Thread(
             target=self._serve_reports, name="kafka-delivery", daemon=True
@@ -66,74 +66,19 @@ class FeedProducer:
         self._poller.start()
 
     def produce(self, topic: TopicName, records: Sequence[OutgoingRecord]) -> list[Delivery]:
-        """Send `records` and wait until Kafka acknowledged or failed each one."""
+        """Send `records` to `topic` and wait until Kafka acknowledged or failed each one."""
+        return self.produce_many([(topic, r) for r in records])
+
+    def produce_many(self, items: Sequence[tuple[str, OutgoingRecord]]) -> list[Delivery]:
+        """Send records to their topics and wait for every acknowledgement, in order."""
         futures: list[Future[Delivery]] = []
-        for record in records:
+        for topic, record in items:
             future: Future[Delivery] = Future()
             futures.append(future)
-            self._enqueue(topic, record, future)
+            _enqueue(self._producer, topic, record, future)
         # delivery.timeout.ms bounds every report; the margin covers the poll interval.
         wait(futures, timeout=self._settings.delivery_timeout_ms / 1000 + 5)
-        return [
-            f.result()
-            if f.done()
-            else Delivery(error="Kafka did not acknowledge the record in time.", retriable=True)
-            for f in futures
-        ]
-
-    def _enqueue(self, topic: str, record: OutgoingRecord, future: "Future[Delivery]") -> None:
-        def report(err: KafkaError | None, msg: Message) -> None:
-            if err is not None:
-                future.set_result(Delivery(error=err.str(), retriable=err.retriable()))
-            else:
-                future.set_result(Delivery(partition=msg.partition(), offset=msg.offset()))
-
-        while True:
-            try:
-                self._producer.produce(
-                    topic,
-                    value=record.value,
-                    key=record.key,
-                    headers=list(record.headers) or None,
-                    timestamp=record.timestamp_ms or 0,
-                    on_delivery=report,
-                )
-                return
-            except BufferError:
-                # The local queue is full: let deliveries drain, then try again.
-                self._producer.poll(0.05)
-            except KafkaException as exc:
-                future.set_result(Delivery(error=str(exc), retriable=False))
-                return
-
-    def ensure_topic(self, topic: TopicName, *, partitions: int | None = None) -> None:
-        """Create `topic` if it does not exist yet (idempotent, cached per process)."""
-        if topic in self._known_topics:
-            return
-        with self._topics_lock:
-            if topic in self._known_topics:
-                return
-            try:
-                existing = self._admin.list_topics(timeout=10).topics
-            except KafkaException as exc:
-                raise KafkaUnavailable(
-                    f"Kafka at {self._settings.bootstrap_servers} is unreachable: {exc}. "
-                    "Check HUB_KAFKA_BOOTSTRAP_SERVERS and that the broker is running."
-                ) from exc
-            if topic not in existing:
-                new = NewTopic(
-                    topic,
-                    num_partitions=partitions or self._settings.default_partitions,
-                    replication_factor=-1,
-                )
-                future = self._admin.create_topics([new])[topic]
-                try:
-                    future.result(timeout=30)
-                    log.info("created topic %s", topic)
-                except KafkaException as exc:
-                    if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                        raise KafkaUnavailable(f"Could not create topic '{topic}': {exc}") from exc
-            self._known_topics.add(topic)
+        return _results(futures)
 
     def close(self) -> None:
         """Deliver what is queued (bounded by the delivery timeout), then stop the poller."""
@@ -144,6 +89,123 @@ class FeedProducer:
     def _serve_reports(self) -> None:
         while not self._closed.is_set():
             self._producer.poll(0.1)
+
+
+class TransactionalProducers:
+    """A small pool of transactional producers for all-or-nothing batches (`atomic=true`).
+
+    A transaction belongs to one producer at a time, so concurrent atomic requests each take
+    one from the pool. Consumers that read with `isolation.level=read_committed` (the hub's
+    loaders do) never see the records of an aborted batch.
+    """
+
+    def __init__(self, settings: KafkaSettings, *, id_prefix: str, size: int = 2) -> None:
+        self._settings = settings
+        self._id_prefix = id_prefix
+        self._idle: queue.LifoQueue[Producer] = queue.LifoQueue()
+        self._slots = threading.BoundedSemaphore(size)
+        self._created = 0
+        self._lock = threading.Lock()
+
+    def produce_atomically(self, items: Sequence[tuple[str, OutgoingRecord]]) -> list[Delivery]:
+        """Publish all of `items` in one transaction: every one acknowledged, or none visible."""
+        with self._slots:
+            try:
+                producer = self._take()
+            except KafkaException as exc:
+                return _all_failed(items, f"No transactional producer: {exc.args[0].str()}")
+            try:
+                return self._transaction(producer, items)
+            finally:
+                self._idle.put(producer)
+
+    def _transaction(
+        self, producer: Producer, items: Sequence[tuple[str, OutgoingRecord]]
+    ) -> list[Delivery]:
+        timeout_s = self._settings.delivery_timeout_ms / 1000
+        futures: list[Future[Delivery]] = []
+        try:
+            producer.begin_transaction()
+            for topic, record in items:
+                future: Future[Delivery] = Future()
+                futures.append(future)
+                _enqueue(producer, topic, record, future)
+            producer.commit_transaction(timeout_s)
+        except KafkaException as exc:
+            error = exc.args[0]
+            log.warning("atomic batch aborted: %s", error.str())
+            if error.txn_requires_abort():
+                producer.abort_transaction(timeout_s)
+            return _all_failed(items, f"The atomic batch was aborted: {error.str()}")
+        return _results(futures)
+
+    def _take(self) -> Producer:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        with self._lock:
+            self._created += 1
+            transactional_id = f"{self._id_prefix}-{self._created}"
+        producer = Producer(
+            {
+                "bootstrap.servers": self._settings.bootstrap_servers,
+                "transactional.id": transactional_id,
+                "linger.ms": self._settings.linger_ms,
+                "compression.type": "lz4",
+                "error_cb": _log_client_error,
+            }
+        )
+        producer.init_transactions(self._settings.delivery_timeout_ms / 1000)
+        return producer
+
+    def close(self) -> None:
+        while True:
+            try:
+                self._idle.get_nowait().flush(5)
+            except queue.Empty:
+                return
+
+
+def _enqueue(
+    producer: Producer, topic: str, record: OutgoingRecord, future: "Future[Delivery]"
+) -> None:
+    def report(err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            future.set_result(Delivery(error=err.str(), retriable=err.retriable()))
+        else:
+            future.set_result(Delivery(partition=msg.partition(), offset=msg.offset()))
+
+    while True:
+        try:
+            producer.produce(
+                topic,
+                value=record.value,
+                key=record.key,
+                headers=list(record.headers) or None,
+                timestamp=record.timestamp_ms or 0,
+                on_delivery=report,
+            )
+            return
+        except BufferError:
+            # The local queue is full: let deliveries drain, then try again.
+            producer.poll(0.05)
+        except KafkaException as exc:
+            future.set_result(Delivery(error=str(exc), retriable=False))
+            return
+
+
+def _results(futures: Sequence["Future[Delivery]"]) -> list[Delivery]:
+    return [
+        f.result()
+        if f.done()
+        else Delivery(error="Kafka did not acknowledge the record in time.", retriable=True)
+        for f in futures
+    ]
+
+
+def _all_failed(items: Sequence[object], message: str) -> list[Delivery]:
+    return [Delivery(error=message, retriable=True) for _ in items]
 
 
 def _log_client_error(err: KafkaError) -> None:

@@ -33,3 +33,13 @@ def bronze_table(topic: TopicName) -> str:
 def value_subject(topic: TopicName) -> str:
     """The registry subject of a topic's value schema (topic-name strategy)."""
     return f"{topic}-value"
+
+
+def key_subject(topic: TopicName) -> str:
+    """The registry subject of a topic's key schema (topic-name strategy)."""
+    return f"{topic}-key"
+
+
+def dlq_topic(topic: TopicName) -> TopicName:
+    """The dead-letter topic of a feed: records that failed validation, with the reason."""
+    return TopicName(f"{topic}.dlq")

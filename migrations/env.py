@@ -2,16 +2,19 @@
 
 from alembic import context
 
+from catalog.tables import Base as CatalogBase
 from registry.settings import RegistrySettings
 from registry.store import create_store_engine
-from registry.tables import Base
+from registry.tables import Base as RegistryBase
 
 config = context.config
 url = config.get_main_option("sqlalchemy.url") or RegistrySettings().database_url
+# Every table of the hub's metadata database: the registry's and the catalog's.
+TARGET_METADATA = [RegistryBase.metadata, CatalogBase.metadata]
 
 
 def run_migrations_offline() -> None:
-    context.configure(url=url, target_metadata=Base.metadata, literal_binds=True)
+    context.configure(url=url, target_metadata=TARGET_METADATA, literal_binds=True)
     with context.begin_transaction():
         context.run_migrations()
 
@@ -21,7 +24,7 @@ def run_migrations_online() -> None:
     with engine.connect() as connection:
         context.configure(
             connection=connection,
-            target_metadata=Base.metadata,
+            target_metadata=TARGET_METADATA,
             render_as_batch=connection.dialect.name == "sqlite",
         )
         with context.begin_transaction():

@@ -14,6 +14,9 @@ class ErrorCode(IntEnum):
 
     # 400: the request itself is malformed
     MALFORMED_REQUEST = 40001
+    # 401/403: who is asking, and whether they may
+    UNAUTHENTICATED = 40101
+    FORBIDDEN = 40301
     # 404: the thing named does not exist (Confluent's numbers)
     SUBJECT_NOT_FOUND = 40401
     VERSION_NOT_FOUND = 40402
@@ -24,8 +27,16 @@ class ErrorCode(IntEnum):
     VERSION_NOT_SOFT_DELETED = 40407
     SUBJECT_COMPATIBILITY_NOT_CONFIGURED = 40408
     SUBJECT_MODE_NOT_CONFIGURED = 40409
+    FEED_NOT_FOUND = 40420
+    TEAM_NOT_FOUND = 40421
     # 409: a schema the subject's compatibility level rejects (Confluent's number)
     INCOMPATIBLE_SCHEMA = 40901
+    FEED_EXISTS = 40920
+    TEAM_EXISTS = 40921
+    IDEMPOTENCY_KEY_IN_USE = 40922
+    # 413/415: the body is too large, or not JSON
+    PAYLOAD_TOO_LARGE = 41301
+    UNSUPPORTED_MEDIA_TYPE = 41501
     # 422: the content is well-formed but invalid (Confluent's numbers first)
     INVALID_SCHEMA = 42201
     INVALID_VERSION = 42202
@@ -37,6 +48,10 @@ class ErrorCode(IntEnum):
     INVALID_SUBJECT = 42208
     INVALID_RECORD = 42220
     INVALID_WIRE_FORMAT = 42221
+    INVALID_FEED = 42222
+    IDEMPOTENCY_KEY_REUSED = 42223
+    TOO_MANY_RECORDS = 42224
+    BATCH_REJECTED = 42225
     # 5xx: the hub or something it depends on failed
     STORE_ERROR = 50001
     LOCAL_SERVICE_FAILED = 50010

@@ -5,6 +5,7 @@ from functools import lru_cache
 from typing import Literal
 
 from registry.avro import AvroSchema, parse
+from registry.cleaning import validate_rules
 from registry.compatibility import CompatibilityReport, check
 from registry.config import ConfigStore
 from registry.errors import (
@@ -13,6 +14,7 @@ from registry.errors import (
     IncompatibleSchema,
     InvalidCompatibilityLevel,
     InvalidMode,
+    InvalidSchema,
     InvalidVersion,
     ModeNotConfigured,
     OperationNotPermitted,
@@ -100,7 +102,9 @@ class RegistryService:
     ) -> AvroSchema:
         """Parse schema text, fetching the named types its references point at."""
         resolved = [(ref, self._referenced(ref)) for ref in references]
-        return parse(schema_text, references=resolved, normalize=normalize)
+        schema = parse(schema_text, references=resolved, normalize=normalize)
+        validate_rules(schema.resolved)  # cleaning rules are part of the schema's contract
+        return schema
 
     def register(
         self,
@@ -197,7 +201,10 @@ class RegistryService:
         return found
 
     def schema(self, *, schema_id: SchemaId) -> AvroSchema:
-        """The parsed schema with id `schema_id` (cached)."""
+        """The parsed schema with id `schema_id`, while a subject version (live or soft-deleted)
+        uses it: 40403 once it is deleted for good."""
+        # Only the parse is cached: any process sharing the database may purge the schema.
+        self._store.get(schema_id=schema_id)
         return self._schema_by_id(schema_id)
 
     def _load_schema(self, schema_id: SchemaId) -> AvroSchema:
@@ -205,8 +212,18 @@ class RegistryService:
         return self.parse(row.schema_text, references=references)
 
     def _referenced(self, ref: SchemaReference) -> AvroSchema:
-        target = self._store.get_version(subject=ref.subject, version=ref.version)
-        return self.schema(schema_id=target.schema_id)
+        # A soft-deleted version still defines its types: schemas that use it keep resolving.
+        try:
+            target = self._store.get_version(
+                subject=ref.subject, version=ref.version, include_deleted=True
+            )
+        except (SubjectNotFound, VersionNotFound):
+            # The schema is what is wrong, not the subject it is registered under (Confluent).
+            raise InvalidSchema(
+                f"Invalid schema: reference '{ref.name}' names version {ref.version} of subject "
+                f"'{ref.subject}', which does not exist; register it first or fix the reference."
+            ) from None
+        return self._schema_by_id(target.schema_id)
 
     def version(
         self, *, subject: Subject, version: Version | None, include_deleted: bool = False
@@ -274,8 +291,13 @@ class RegistryService:
                 raise SubjectNotSoftDeleted(subject)
             numbers = [v.version for v in all_versions]
             self._store.purge(subject=subject, versions=numbers)
-            self._config.set_compatibility(subject=subject, compatibility=None)
-            self._config.set_mode(subject=subject, mode=None)
+            # Clear only what is set: clearing an unset level would have the config store
+            # delete a row it never wrote.
+            configured = self._config.get(subject=subject)
+            if configured.compatibility is not None:
+                self._config.set_compatibility(subject=subject, compatibility=None)
+            if configured.mode is not None:
+                self._config.set_mode(subject=subject, mode=None)
             return numbers
         if not live:
             raise SubjectSoftDeleted(subject)
@@ -345,7 +367,7 @@ class RegistryService:
         level = self.compatibility(subject=subject, default_to_global=True)
         single = _NON_TRANSITIVE.get(level, level)
         return check(
-            [self.schema(schema_id=target.schema_id).resolved],
+            [self._schema_by_id(target.schema_id).resolved],
             schema.resolved,
             single,
             versions=[target.version],
@@ -357,7 +379,7 @@ class RegistryService:
         level = self.compatibility(subject=subject, default_to_global=True)
         live = self._store.versions(subject=subject)
         return check(
-            [self.schema(schema_id=v.schema_id).resolved for v in live],
+            [self._schema_by_id(v.schema_id).resolved for v in live],
             schema.resolved,
             level,
             versions=[v.version for v in live],

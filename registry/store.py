@@ -2,8 +2,20 @@
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 
-from sqlalchemy import Engine, create_engine, delete, event, func, select, text, update
+from sqlalchemy import (
+    Engine,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    literal,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -122,26 +134,42 @@ class SchemaStore:
             )
             if schema_id is not None:
                 _advance_id_sequence(session)
-        existing = session.scalar(
-            select(SubjectVersionRow).where(
-                SubjectVersionRow.subject == subject,
-                SubjectVersionRow.schema_id == schema_row.id,
-                SubjectVersionRow.deleted.is_(False),
-            )
+        live = (
+            SubjectVersionRow.subject == subject,
+            SubjectVersionRow.schema_id == schema_row.id,
+            SubjectVersionRow.deleted.is_(False),
         )
-        if existing is not None:
-            return _registered(existing, schema_row, schema.references)
-        if version is None:
-            latest = session.scalar(
-                select(func.max(SubjectVersionRow.version)).where(
-                    SubjectVersionRow.subject == subject
+        existing = session.scalar(select(SubjectVersionRow).where(*live))
+        if existing is None:
+            # One statement numbers the version and checks that the schema is not live under the
+            # subject yet, from one snapshot. Reading those apart let two processes each add the
+            # schema: a registration this statement cannot see either takes the same version
+            # (a unique-key race, retried) or is this very schema (found on the retry).
+            number = (
+                literal(version)
+                if version is not None
+                else select(func.coalesce(func.max(SubjectVersionRow.version), 0) + 1)
+                .where(SubjectVersionRow.subject == subject)
+                .scalar_subquery()
+            )
+            session.execute(
+                insert(SubjectVersionRow).from_select(
+                    ["subject", "version", "schema_id", "deleted", "created_at"],
+                    select(
+                        literal(subject),
+                        number,
+                        literal(schema_row.id),
+                        literal(False),
+                        literal(datetime.now(UTC)),
+                    ).where(~select(SubjectVersionRow.id).where(*live).exists()),
                 )
             )
-            version = Version((latest or 0) + 1)
-        row = SubjectVersionRow(subject=subject, version=version, schema_id=schema_row.id)
-        session.add(row)
-        session.flush()
-        return _registered(row, schema_row, schema.references)
+            existing = session.scalar(select(SubjectVersionRow).where(*live))
+        if existing is None:
+            raise StoreUnavailable(
+                f"Subject '{subject}' changed while a schema was being registered. Retry."
+            )
+        return _registered(existing, schema_row, schema.references)
 
     def get(self, *, schema_id: SchemaId) -> tuple[SchemaRow, tuple[SchemaReference, ...]]:
         """Schema `schema_id` and its references, if any subject version (live or soft-deleted)

@@ -48,6 +48,8 @@ class BronzeLoader:
             .option("startingOffsets", self._settings.starting_offsets)
             # New topics are found at the consumer's metadata refresh; keep it short.
             .option("kafka.metadata.max.age.ms", "3000")
+            # Records of aborted atomic batches are never landed.
+            .option("kafka.isolation.level", "read_committed")
         )
         if self._settings.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", self._settings.max_offsets_per_trigger)

@@ -8,7 +8,7 @@ start fails the tests that need it, loudly: nothing here skips.
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -102,13 +102,34 @@ def database_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def api_url(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Base URL of the hub's API (registry + gateway) on SQLite and the session's Kafka."""
+def api_database(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The SQLite database of the session's API server."""
+    return f"sqlite:///{tmp_path_factory.mktemp('api') / 'hub.db'}"
+
+
+@pytest.fixture(scope="session")
+def api_url(kafka_bootstrap: str, api_database: str) -> Iterator[str]:
+    """Base URL of the hub's API (registry, feeds, gateway) on SQLite and the session's Kafka."""
     from tests.support.api_server import serve_api
 
-    database = tmp_path_factory.mktemp("api") / "registry.db"
-    with serve_api(database_url=f"sqlite:///{database}", bootstrap_servers=kafka_bootstrap) as url:
+    with serve_api(database_url=api_database, bootstrap_servers=kafka_bootstrap) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def admin_key(api_url: str, api_database: str) -> str:
+    """An admin API key of the session's API server."""
+    from tests.support.hub_client import create_key
+
+    return create_key(api_database, team=None)
+
+
+@pytest.fixture(scope="session")
+def team_key(api_url: str, api_database: str) -> Callable[[str], str]:
+    """Creates a team (once) and returns a new API key of it."""
+    from tests.support.hub_client import create_key
+
+    return lambda team: create_key(api_database, team=team)
 
 
 @pytest.fixture(scope="session")

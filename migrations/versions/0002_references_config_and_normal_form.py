@@ -28,9 +28,7 @@ def upgrade() -> None:
         sa.Column("subject", sa.String(255), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
     )
-    op.create_index(
-        "ix_schema_references_target", "schema_references", ["subject", "version"]
-    )
+    op.create_index("ix_schema_references_target", "schema_references", ["subject", "version"])
     op.create_table(
         "registry_config",
         sa.Column("subject", sa.String(255), primary_key=True),

@@ -1,14 +1,18 @@
 """Register → publish through the gateway → land in bronze → read back with Spark SQL."""
 
 import random
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
+from pyspark.sql import SparkSession
 
 from hub_cli import demo
 from hub_kafka.settings import KafkaSettings
 from spark_loaders.bronze import BronzeLoader
+from spark_loaders.settings import LoaderSettings
+from tests.support.hub_client import create_feed, publish
 
 pytestmark = pytest.mark.e2e
 
@@ -19,24 +23,23 @@ COUNT = 1_000
 def test_published_page_views_land_in_bronze_exactly_once_with_equal_values(
     api_url: str,
     kafka_bootstrap: str,
-    spark,
-    loader_settings,  # type: ignore[no-untyped-def]
+    team_key: Callable[[str], str],
+    spark: SparkSession,
+    loader_settings: LoaderSettings,
 ) -> None:
-    registered = httpx.post(
-        f"{api_url}/subjects/{TOPIC}-value/versions", json={"schema": demo.schema_text(TOPIC)}
+    key = team_key(demo.TEAM)
+    create_feed(
+        api_url, key, topic=TOPIC, schema=demo.schema_text(TOPIC), owner=demo.TEAM, partitions=2
     )
-    registered.raise_for_status()
-    schema_id = registered.json()["id"]
+    schema_id = httpx.get(f"{api_url}/subjects/{TOPIC}-value/versions/latest").json()["id"]
 
     rng = random.Random(42)
     sent = [demo.page_view(rng) for _ in range(COUNT)]
     offsets: dict[str, tuple[int, int]] = {}
     for start in range(0, COUNT, 250):
         chunk = sent[start : start + 250]
-        response = httpx.post(
-            f"{api_url}/v1/feeds/{TOPIC}/records",
-            json={"records": [{"key": str(v["user_id"]), "value": v} for v in chunk]},
-            timeout=60,
+        response = publish(
+            api_url, key, TOPIC, [{"key": str(v["user_id"]), "value": v} for v in chunk]
         )
         assert response.status_code == 200, response.text
         for value, result in zip(chunk, response.json()["results"], strict=True):

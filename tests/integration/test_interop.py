@@ -1,15 +1,15 @@
 """Records the gateway publishes are read by confluent-kafka's own Avro deserializer."""
 
-import json
-import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 
-import httpx
 import pytest
 from confluent_kafka import DeserializingConsumer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import StringDeserializer
+
+from tests.support.hub_client import create_feed, publish, unique_topic
 
 pytestmark = pytest.mark.integration
 
@@ -27,12 +27,11 @@ SCHEMA = {
 
 
 def test_confluent_avro_deserializer_decodes_gateway_records_unchanged(
-    api_url: str, kafka_bootstrap: str
+    api_url: str, kafka_bootstrap: str, team_key: Callable[[str], str]
 ) -> None:
-    topic = f"crm.signups_{uuid.uuid4().hex[:8]}"
-    httpx.post(
-        f"{api_url}/subjects/{topic}-value/versions", json={"schema": json.dumps(SCHEMA)}
-    ).raise_for_status()
+    key = team_key("crm")
+    topic = unique_topic("crm")
+    create_feed(api_url, key, topic=topic, schema=SCHEMA, owner="crm")
     values = [
         {
             "email": f"user{n}@example.com",
@@ -42,10 +41,7 @@ def test_confluent_avro_deserializer_decodes_gateway_records_unchanged(
         }
         for n in range(10)
     ]
-    response = httpx.post(
-        f"{api_url}/v1/feeds/{topic}/records",
-        json={"records": [{"key": v["email"], "value": v} for v in values]},
-    )
+    response = publish(api_url, key, topic, [{"key": v["email"], "value": v} for v in values])
     assert response.status_code == 200
 
     registry = SchemaRegistryClient({"url": api_url})

@@ -1,0 +1,111 @@
+"""Feeds in the catalog database."""
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine, select
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from catalog.errors import FeedExists, FeedNotFound, TeamNotFound
+from catalog.tables import FeedRow, TeamRow
+from catalog.types import Feed, FeedKind, TeamName
+from registry.errors import StoreUnavailable
+
+
+@contextmanager
+def transaction(sessions: sessionmaker[Session]) -> Iterator[Session]:
+    """A session in a transaction; database outages become `StoreUnavailable` (50001)."""
+    try:
+        with sessions.begin() as session:
+            yield session
+    except OperationalError as exc:
+        raise StoreUnavailable(
+            f"The hub's database is unavailable: {exc.orig}. "
+            "Check HUB_REGISTRY_DATABASE_URL and that the database is running."
+        ) from exc
+
+
+class FeedStore:
+    """Register, get, list, update and delete feeds."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    def register(self, *, feed: Feed) -> Feed:
+        """Store a new feed; 40920 if its topic is taken, 40421 if its team does not exist."""
+        try:
+            with transaction(self._sessions) as session:
+                if session.get(TeamRow, feed.owner) is None:
+                    raise TeamNotFound(feed.owner)
+                session.add(
+                    FeedRow(
+                        topic=feed.topic,
+                        owner=feed.owner,
+                        kind=feed.kind.value,
+                        partitions=feed.partitions,
+                        key_fields=json.dumps(list(feed.key_fields)),
+                        retention_ms=feed.retention_ms,
+                        description=feed.description,
+                        created_at=feed.created_at,
+                    )
+                )
+        except IntegrityError as exc:
+            raise FeedExists(feed.topic) from exc
+        return feed
+
+    def get(self, *, topic: str) -> Feed:
+        with transaction(self._sessions) as session:
+            row = session.get(FeedRow, topic)
+            if row is None:
+                raise FeedNotFound(topic)
+            return _feed(row)
+
+    def find(self, *, topic: str) -> Feed | None:
+        """The feed of `topic`, or None."""
+        with transaction(self._sessions) as session:
+            row = session.get(FeedRow, topic)
+            return None if row is None else _feed(row)
+
+    def update(
+        self, *, topic: str, description: str | None = None, retention_ms: int | None = None
+    ) -> Feed:
+        """Change a feed's description and/or retention; None leaves a value as it is."""
+        with transaction(self._sessions) as session:
+            row = session.get(FeedRow, topic, with_for_update=True)
+            if row is None:
+                raise FeedNotFound(topic)
+            if description is not None:
+                row.description = description
+            if retention_ms is not None:
+                row.retention_ms = retention_ms
+            return _feed(row)
+
+    def delete(self, *, topic: str) -> None:
+        with transaction(self._sessions) as session:
+            row = session.get(FeedRow, topic)
+            if row is None:
+                raise FeedNotFound(topic)
+            session.delete(row)
+
+    # Last in the class, so that `list` above means the builtin.
+    def list(self, *, owner: TeamName | None = None) -> list[Feed]:
+        with transaction(self._sessions) as session:
+            query = select(FeedRow).order_by(FeedRow.topic)
+            if owner is not None:
+                query = query.where(FeedRow.owner == owner)
+            return [_feed(row) for row in session.scalars(query)]
+
+
+def _feed(row: FeedRow) -> Feed:
+    return Feed(
+        topic=row.topic,
+        owner=TeamName(row.owner),
+        kind=FeedKind(row.kind),
+        partitions=row.partitions,
+        key_fields=tuple(json.loads(row.key_fields)),
+        retention_ms=row.retention_ms,
+        description=row.description,
+        created_at=row.created_at,
+    )

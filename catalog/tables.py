@@ -1,0 +1,63 @@
+"""The catalog's tables, in the hub's metadata database beside the registry's.
+
+Only Alembic migrations create or change them.
+"""
+
+from datetime import UTC, datetime
+
+from sqlalchemy import BigInteger, Boolean, DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class TeamRow(Base):
+    __tablename__ = "teams"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class ApiKeyRow(Base):
+    """An API key: a public id and the SHA-256 of its random secret, never the secret."""
+
+    __tablename__ = "api_keys"
+
+    key_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    team: Mapped[str | None] = mapped_column(ForeignKey("teams.name"), nullable=True)
+    is_admin: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    secret_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class FeedRow(Base):
+    __tablename__ = "feeds"
+
+    topic: Mapped[str] = mapped_column(String(249), primary_key=True)
+    owner: Mapped[str] = mapped_column(ForeignKey("teams.name"), nullable=False, index=True)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    partitions: Mapped[int] = mapped_column(Integer, nullable=False)
+    key_fields: Mapped[str] = mapped_column(Text, nullable=False, default="[]")
+    retention_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    description: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class IdempotencyRow(Base):
+    """The answer to a publish request, kept so a retry with the same key gets it again."""
+
+    __tablename__ = "idempotency_keys"
+
+    scope: Mapped[str] = mapped_column(String(300), primary_key=True)
+    idempotency_key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    request_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    response: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)

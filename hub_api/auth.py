@@ -1,0 +1,114 @@
+"""Who is calling: API keys from `Authorization` headers, and what they may write."""
+
+import base64
+import binascii
+import threading
+import time
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from catalog.teams import TeamStore
+from catalog.types import Principal, TeamName
+from hub_api.settings import ApiSettings, AuthMode
+from registry.errors import ErrorCode, TerminalError
+
+_ANONYMOUS_ADMIN = Principal(key_id="anonymous", team=None, admin=True)
+
+
+class Unauthenticated(TerminalError):
+    code = ErrorCode.UNAUTHENTICATED
+
+    def __init__(self) -> None:
+        super().__init__(
+            "A valid API key is required: send `Authorization: Bearer <key>` (or Basic auth "
+            "with the key as password). Create keys with `hub key create --team TEAM`."
+        )
+
+
+class Forbidden(TerminalError):
+    code = ErrorCode.FORBIDDEN
+
+
+class KeyVerifier:
+    """Verifies API keys against the catalog, remembering answers for a few seconds."""
+
+    def __init__(self, teams: TeamStore, *, cache_seconds: float) -> None:
+        self._teams = teams
+        self._cache_seconds = cache_seconds
+        self._cache: dict[str, tuple[float, Principal | None]] = {}
+        self._lock = threading.Lock()
+
+    def verify(self, token: str) -> Principal | None:
+        now = time.monotonic()
+        with self._lock:
+            hit = self._cache.get(token)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        principal = self._teams.verify(token)
+        with self._lock:
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[token] = (now + self._cache_seconds, principal)
+        return principal
+
+
+def _token(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, credentials = header.partition(" ")
+    if scheme.lower() == "bearer" and credentials:
+        return credentials.strip()
+    if scheme.lower() == "basic" and credentials:
+        try:
+            decoded = base64.b64decode(credentials, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        return decoded.partition(":")[2] or None
+    return None
+
+
+def _caller(request: Request) -> Principal | None:
+    settings: ApiSettings = request.app.state.api_settings
+    if settings.auth is AuthMode.DISABLED:
+        return _ANONYMOUS_ADMIN
+    token = _token(request)
+    if token is None:
+        return None
+    verifier: KeyVerifier = request.app.state.keys
+    return verifier.verify(token)
+
+
+def require_caller(request: Request) -> Principal:
+    """The caller's principal; 401 without a valid key."""
+    principal = _caller(request)
+    if principal is None:
+        raise Unauthenticated()
+    return principal
+
+
+def require_reader(request: Request) -> Principal | None:
+    """Reads pass when they are public; otherwise any valid key is needed."""
+    settings: ApiSettings = request.app.state.api_settings
+    principal = _caller(request)
+    if principal is None and not settings.public_reads:
+        raise Unauthenticated()
+    return principal
+
+
+def require_admin(principal: Principal, *, action: str) -> None:
+    if not principal.admin:
+        raise Forbidden(f"Only an admin key may {action}.")
+
+
+def require_owner(principal: Principal, owner: TeamName, *, what: str) -> None:
+    """403 unless the caller is the owning team or an admin."""
+    if not principal.may_write(owner):
+        raise Forbidden(
+            f"{what} belongs to team '{owner}'; this key is "
+            f"{'of team ' + repr(principal.team) if principal.team else 'not a team key'}. "
+            "Use a key of the owning team or an admin key."
+        )
+
+
+Caller = Annotated[Principal, Depends(require_caller)]
+Reader = Annotated[Principal | None, Depends(require_reader)]

@@ -1,0 +1,88 @@
+"""Request and response models of the feeds API."""
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from catalog.types import Feed, FeedKind
+from hub_kafka.feeds import FeedDetail
+
+
+class FeedCreate(BaseModel):
+    """A new feed: its topic, owner, kind, layout and value schema."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topic: str = Field(description="`<domain>.<name>`, lowercase, e.g. `sales.orders`.")
+    owner: str = Field(description="The owning team; only its keys (or admins) may publish.")
+    kind: FeedKind = Field(description="`event` (retention-based) or `changelog` (compacted).")
+    value_schema: str | dict[str, Any] = Field(
+        description="The Avro record schema of the values, as JSON text or as an object."
+    )
+    partitions: int = Field(default=1, description="Kafka partitions of the topic.")
+    key_fields: list[str] = Field(
+        default_factory=list, description="Value fields forming the key (required for changelog)."
+    )
+    retention_ms: int | None = Field(
+        default=None, description="Event feeds: how long records are kept (-1: forever)."
+    )
+    description: str = Field(default="", description="What the feed holds, for its readers.")
+
+    @field_validator("value_schema")
+    @classmethod
+    def _as_text(cls, value: str | dict[str, Any]) -> str:
+        return value if isinstance(value, str) else json.dumps(value)
+
+
+class FeedPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    description: str | None = None
+    retention_ms: int | None = None
+
+
+class FeedPublic(BaseModel):
+    topic: str
+    owner: str
+    kind: FeedKind
+    partitions: int
+    key_fields: list[str]
+    retention_ms: int | None
+    description: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, feed: Feed) -> "FeedPublic":
+        return cls(
+            topic=feed.topic,
+            owner=feed.owner,
+            kind=feed.kind,
+            partitions=feed.partitions,
+            key_fields=list(feed.key_fields),
+            retention_ms=feed.retention_ms,
+            description=feed.description,
+            created_at=feed.created_at,
+        )
+
+
+class SchemaVersionPublic(BaseModel):
+    version: int
+    id: int
+
+
+class FeedDetailPublic(FeedPublic):
+    schema_versions: list[SchemaVersionPublic]
+    end_offsets: dict[int, int] = Field(description="Next offset of each partition.")
+
+    @classmethod
+    def of_detail(cls, detail: FeedDetail) -> "FeedDetailPublic":
+        base = FeedPublic.of(detail.feed).model_dump()
+        return cls(
+            **base,
+            schema_versions=[
+                SchemaVersionPublic(version=v.version, id=v.schema_id) for v in detail.versions
+            ],
+            end_offsets=dict(detail.topic.end_offsets) if detail.topic else {},
+        )

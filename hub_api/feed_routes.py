@@ -1,0 +1,78 @@
+"""Feeds: team-owned topics with a kind and a schema."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+
+from catalog.types import TeamName
+from hub_api.auth import Caller, Reader, require_owner
+from hub_api.deps import Feeds
+from hub_api.feed_models import FeedCreate, FeedDetailPublic, FeedPatch, FeedPublic
+from hub_kafka.feeds import FeedSpec
+from registry.errors import ErrorCode, TerminalError
+
+router = APIRouter(prefix="/v1/feeds", tags=["feeds"])
+
+
+class ConfirmationMissing(TerminalError):
+    code = ErrorCode.MALFORMED_REQUEST
+
+
+@router.post("", response_model=FeedPublic, status_code=status.HTTP_201_CREATED)
+def create_feed(body: FeedCreate, feeds: Feeds, caller: Caller) -> FeedPublic:
+    """Create a feed: its Kafka topic (and `<topic>.dlq`) and its schemas."""
+    owner = TeamName(body.owner)
+    require_owner(caller, owner, what=f"A feed of team '{owner}'")
+    feed = feeds.create(
+        FeedSpec(
+            topic=body.topic,
+            owner=owner,
+            kind=body.kind,
+            value_schema=str(body.value_schema),
+            partitions=body.partitions,
+            key_fields=tuple(body.key_fields),
+            retention_ms=body.retention_ms,
+            description=body.description,
+        )
+    )
+    return FeedPublic.of(feed)
+
+
+@router.get("", response_model=list[FeedPublic])
+def list_feeds(
+    feeds: Feeds, _reader: Reader, owner: Annotated[str | None, Query()] = None
+) -> list[FeedPublic]:
+    """Every feed, or those of one team."""
+    return [FeedPublic.of(f) for f in feeds.list(owner=TeamName(owner) if owner else None)]
+
+
+@router.get("/{topic}", response_model=FeedDetailPublic)
+def get_feed(topic: str, feeds: Feeds, _reader: Reader) -> FeedDetailPublic:
+    """A feed with its schema versions, partitions and end offsets."""
+    return FeedDetailPublic.of_detail(feeds.describe(topic))
+
+
+@router.patch("/{topic}", response_model=FeedPublic)
+def update_feed(topic: str, body: FeedPatch, feeds: Feeds, caller: Caller) -> FeedPublic:
+    """Change a feed's description or retention."""
+    require_owner(caller, feeds.get(topic).owner, what=f"Feed '{topic}'")
+    return FeedPublic.of(
+        feeds.update(topic, description=body.description, retention_ms=body.retention_ms)
+    )
+
+
+@router.delete("/{topic}", response_model=FeedPublic)
+def delete_feed(
+    topic: str,
+    feeds: Feeds,
+    caller: Caller,
+    confirm: Annotated[str | None, Query(description="Must repeat the topic name.")] = None,
+) -> FeedPublic:
+    """Delete a feed and its topics (its records are gone); `confirm` must repeat the topic."""
+    require_owner(caller, feeds.get(topic).owner, what=f"Feed '{topic}'")
+    if confirm != topic:
+        raise ConfirmationMissing(
+            f"Deleting feed '{topic}' deletes its records. Repeat its name to confirm: "
+            f"DELETE /v1/feeds/{topic}?confirm={topic}"
+        )
+    return FeedPublic.of(feeds.delete(topic))

@@ -1,0 +1,113 @@
+"""Topic administration: creating feed topics with their settings, describing and deleting them."""
+
+import logging
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
+
+from hub_kafka.errors import KafkaUnavailable
+from hub_kafka.settings import KafkaSettings
+
+log = logging.getLogger(__name__)
+
+_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicState:
+    """What Kafka says about a topic: its partitions and the next offset of each."""
+
+    partitions: int
+    end_offsets: dict[int, int]
+
+
+class TopicAdmin:
+    """Creates, alters, describes and deletes topics; every failure says what Kafka answered."""
+
+    def __init__(self, settings: KafkaSettings) -> None:
+        self._settings = settings
+        self._admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+
+    def create(self, topic: str, *, partitions: int, config: dict[str, str]) -> bool:
+        """Create `topic`; False when it already exists (its settings are then left as they are)."""
+        new = NewTopic(topic, num_partitions=partitions, replication_factor=-1, config=config)
+        try:
+            self._admin.create_topics([new], operation_timeout=_TIMEOUT_S)[topic].result(_TIMEOUT_S)
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return False
+            raise self._unavailable(f"create topic '{topic}'", exc) from exc
+        log.info("created topic %s (%d partitions, %s)", topic, partitions, config)
+        return True
+
+    def alter(self, topic: str, *, config: dict[str, str]) -> None:
+        """Set topic configuration entries (incrementally; others keep their values)."""
+        resource = ConfigResource(
+            ConfigResource.Type.TOPIC,
+            topic,
+            incremental_configs=[
+                ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+                for name, value in config.items()
+            ],
+        )
+        try:
+            for future in self._admin.incremental_alter_configs([resource]).values():
+                future.result(_TIMEOUT_S)
+        except KafkaException as exc:
+            raise self._unavailable(f"alter topic '{topic}'", exc) from exc
+
+    def delete(self, topic: str) -> bool:
+        """Delete `topic`; False when it did not exist."""
+        try:
+            self._admin.delete_topics([topic], operation_timeout=_TIMEOUT_S)[topic].result(
+                _TIMEOUT_S
+            )
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                return False
+            raise self._unavailable(f"delete topic '{topic}'", exc) from exc
+        log.info("deleted topic %s", topic)
+        return True
+
+    def state(self, topic: str) -> TopicState | None:
+        """Partitions and end offsets of `topic`, or None when it does not exist."""
+        try:
+            metadata = self._admin.list_topics(topic, timeout=10)
+        except KafkaException as exc:
+            raise self._unavailable(f"describe topic '{topic}'", exc) from exc
+        described = metadata.topics.get(topic)
+        if described is None or described.error is not None:
+            return None
+        consumer = Consumer(
+            {"bootstrap.servers": self._settings.bootstrap_servers, "group.id": "hub-admin"}
+        )
+        try:
+            ends = {
+                p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in sorted(described.partitions)
+            }
+        except KafkaException as exc:
+            raise self._unavailable(f"read offsets of '{topic}'", exc) from exc
+        finally:
+            consumer.close()
+        return TopicState(partitions=len(described.partitions), end_offsets=ends)
+
+    def ping(self, *, timeout_s: float = 3.0) -> bool:
+        """Whether a broker answers a metadata request in time."""
+        try:
+            return bool(self._admin.list_topics(timeout=timeout_s).brokers)
+        except KafkaException:
+            return False
+
+    def _unavailable(self, action: str, exc: KafkaException) -> KafkaUnavailable:
+        return KafkaUnavailable(
+            f"Could not {action}: {exc.args[0].str() if exc.args else exc}. "
+            f"Check that Kafka at {self._settings.bootstrap_servers} is reachable."
+        )
