@@ -13,6 +13,7 @@ from hub_api import config_routes, feed_routes, health_routes, publish_routes, r
 from hub_api.auth import KeyVerifier
 from hub_api.errors import install_error_handlers
 from hub_api.limits import BodySizeLimit
+from hub_api.metrics import HubMetrics, RequestMetrics
 from hub_api.settings import ApiSettings
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.feeds import FeedService
@@ -49,7 +50,10 @@ def create_app(
         app.state.api_settings = api
         app.state.registry = service
         app.state.publisher = Publisher(service, producer, transactions)
-        app.state.feeds = FeedService(FeedStore(engine), service, TopicAdmin(kafka))
+        admin = TopicAdmin(kafka)
+        app.state.engine = engine
+        app.state.topic_admin = admin
+        app.state.feeds = FeedService(FeedStore(engine), service, admin)
         app.state.keys = KeyVerifier(TeamStore(engine), cache_seconds=api.key_cache_seconds)
         app.state.idempotency = IdempotencyStore(engine)
         log.info(
@@ -71,7 +75,9 @@ def create_app(
         version="0.1.0",
         lifespan=lifespan,
     )
+    app.state.metrics = metrics = HubMetrics()
     app.add_middleware(BodySizeLimit, max_bytes=api.max_body_bytes)
+    app.add_middleware(RequestMetrics, metrics=metrics)
     install_error_handlers(app)
     app.include_router(health_routes.router)
     app.include_router(registry_routes.router)

@@ -5,6 +5,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from catalog.idempotency import IdempotencyStore
+from hub_api.metrics import HubMetrics
 from hub_api.settings import ApiSettings
 from hub_kafka.feeds import FeedService
 from hub_kafka.publish import Publisher
@@ -31,6 +32,11 @@ def _idempotency(request: Request) -> IdempotencyStore:
     return store
 
 
+def _metrics(request: Request) -> HubMetrics:
+    metrics: HubMetrics = request.app.state.metrics
+    return metrics
+
+
 def _settings(request: Request) -> ApiSettings:
     settings: ApiSettings = request.app.state.api_settings
     return settings
@@ -41,3 +47,4 @@ PublisherDep = Annotated[Publisher, Depends(_publisher)]
 Feeds = Annotated[FeedService, Depends(_feeds)]
 Idempotency = Annotated[IdempotencyStore, Depends(_idempotency)]
 Settings = Annotated[ApiSettings, Depends(_settings)]
+Metrics = Annotated[HubMetrics, Depends(_metrics)]

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request
@@ -10,7 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from hub_api.auth import Caller, require_owner
-from hub_api.deps import Feeds, Idempotency, PublisherDep, Settings
+from hub_api.deps import Feeds, Idempotency, Metrics, PublisherDep, Settings
 from hub_api.errors import error_response
 from hub_api.publish_models import ChangePublic, PublishPublic, RecordResultPublic, RecordsIn
 from hub_kafka.publish import IncomingRecord, OnError, PublishOutcome
@@ -39,6 +40,7 @@ async def publish_records(
     publisher: PublisherDep,
     idempotency: Idempotency,
     settings: Settings,
+    metrics: Metrics,
     caller: Caller,
     on_error: Annotated[OnError, Query(description="`reject` or `dlq` invalid records.")] = (
         OnError.REJECT
@@ -70,6 +72,7 @@ async def publish_records(
                 status_code=stored.status_code,
                 headers={"Idempotent-Replayed": "true"},
             )
+    started = time.perf_counter()
     try:
         outcome = await run_in_threadpool(
             lambda: publisher.publish(
@@ -89,6 +92,7 @@ async def publish_records(
         if idempotency_key is not None:
             await run_in_threadpool(lambda: idempotency.abandon(scope=scope, key=idempotency_key))
         raise
+    metrics.record_publish(feed.topic, outcome, time.perf_counter() - started)
     status, content = _answer(topic, outcome)
     if idempotency_key is not None:
         if outcome.accepted or status < 500:

@@ -54,7 +54,7 @@ from typing import Any
 
 from registry.avro import PRIMITIVES
 from registry.errors import InvalidRecord, InvalidSchema
-from registry.serde import _Converter  # to tell union branches apart exactly as serde will
+from registry.serde import Converter  # tells union branches apart exactly as encoding will
 
 ATTRIBUTE = "hub.clean"
 
@@ -350,7 +350,7 @@ class _Union(_Node):
         """The branch serde reads `value` as: the first that converts it."""
         for branch in self.by_json.get(_json_kind(value), ()):
             try:
-                _Converter(dict(self.named)).convert(
+                Converter(dict(self.named)).convert(
                     value, branch.schema, "$", namespace=self.namespace
                 )
             except (InvalidRecord, ValueError, TypeError, ArithmeticError):

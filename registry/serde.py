@@ -43,11 +43,15 @@ def decode(message: bytes, *, writer_schema: Callable[[SchemaId], AvroSchema]) -
 
 def to_datum(value: Any, schema: Any, path: str = "$") -> Any:
     """Convert a natural-JSON `value` for the Avro `schema`; raise `InvalidRecord` at `path`."""
-    return _Converter({}).convert(value, schema, path, namespace=None)
+    return Converter({}).convert(value, schema, path, namespace=None)
 
 
-class _Converter:
-    """Walks a schema and a value together; remembers named types as it meets them."""
+class Converter:
+    """Walks a schema and a value together; remembers named types as it meets them.
+
+    `convert` raises `InvalidRecord` at the first mismatch, so it also tells which branch of
+    a union a value belongs to (cleaning uses it for that).
+    """
 
     def __init__(self, named: dict[str, Any]) -> None:
         self._named = named
@@ -207,7 +211,10 @@ def _floating(value: Any, path: str) -> float:
         if value in ("NaN", "Infinity", "-Infinity"):
             return float(value.replace("Infinity", "inf"))
         raise _type_error(path, "a number", value)
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise InvalidRecord(f"{path}: {value} is too large for a double.", path=path) from None
 
 
 def _string(value: Any, path: str) -> str:

@@ -7,8 +7,10 @@ settings rows) also run against the service on SQLite and PostgreSQL alike.
 """
 
 import json
+import threading
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -274,6 +276,42 @@ def test_one_schema_under_two_subjects_has_one_id(http: httpx.Client) -> None:
         {"subject": values, "version": 1}
     ]
     assert len(_ok(http.get(f"/schemas/ids/{schema_id}/versions", params={"deleted": "true"}))) == 2
+
+
+def test_concurrent_registrations_of_the_same_schemas_make_one_version_each(
+    api_url: str, admin_key: str
+) -> None:
+    """Producers starting together all auto-register the same schemas at once."""
+    subject = _subject()
+    space = f"rules.c{uuid.uuid4().hex[:10]}"
+    schemas = [_record(f"C{n}", ("a", "string"), namespace=space) for n in range(6)]
+    with httpx.Client(base_url=api_url, headers=bearer(admin_key), timeout=60) as http:
+        _ok(_send(http, "PUT", f"/config/{subject}", {"compatibility": "NONE"}))
+    start = threading.Barrier(8)
+
+    def producer(_: int) -> list[tuple[str, int, str]]:
+        with httpx.Client(base_url=api_url, headers=bearer(admin_key), timeout=60) as http:
+            start.wait()
+            answers = [
+                _send(http, "POST", f"/subjects/{subject}/versions", {"schema": schema})
+                for schema in schemas
+            ]
+        return [(schema, a.status_code, a.text) for schema, a in zip(schemas, answers, strict=True)]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = [a for batch in pool.map(producer, range(8)) for a in batch]
+
+    assert [a for a in answers if a[1] != 200] == []
+    ids = {
+        schema: {json.loads(text)["id"] for s, _, text in answers if s == schema}
+        for schema in schemas
+    }
+    assert all(len(found) == 1 for found in ids.values()), ids
+    with httpx.Client(base_url=api_url, timeout=30) as http:
+        versions = _ok(http.get(f"/subjects/{subject}/versions"))
+        held = [_ok(http.get(f"/subjects/{subject}/versions/{v}"))["id"] for v in versions]
+    assert versions == list(range(1, len(schemas) + 1))
+    assert sorted(held) == sorted(next(iter(found)) for found in ids.values())
 
 
 # --- listings -----------------------------------------------------------------------------

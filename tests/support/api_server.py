@@ -15,14 +15,16 @@ from tests.support.waiting import wait_until
 
 
 @contextmanager
-def serve_api(*, database_url: str, bootstrap_servers: str) -> Iterator[str]:
+def serve_api(
+    *, database_url: str, bootstrap_servers: str, delivery_timeout_ms: int = 15_000
+) -> Iterator[str]:
     """Migrate `database_url`, serve the API on a free port, and yield its base URL."""
     migrate.upgrade(database_url)
     port = free_port()
     app = create_app(
         ApiSettings(port=port),
         RegistrySettings(database_url=database_url),
-        KafkaSettings(bootstrap_servers=bootstrap_servers, delivery_timeout_ms=15_000),
+        KafkaSettings(bootstrap_servers=bootstrap_servers, delivery_timeout_ms=delivery_timeout_ms),
     )
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", log_config=None)

@@ -143,3 +143,12 @@ def test_named_types_can_be_referenced_after_their_definition() -> None:
         ],
     }
     assert to_datum({"a": {"x": 1}, "b": {"x": 2}}, schema) == {"a": {"x": 1}, "b": {"x": 2}}
+
+
+def test_a_number_too_large_for_a_double_is_an_invalid_record() -> None:
+    with pytest.raises(InvalidRecord, match="too large") as caught:
+        to_datum(
+            {"x": 10**400},
+            {"type": "record", "name": "R", "fields": [{"name": "x", "type": "double"}]},
+        )
+    assert caught.value.path == "$.x"

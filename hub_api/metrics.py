@@ -1,0 +1,95 @@
+"""Prometheus metrics of the API: records by outcome and reason, latencies per feed and route."""
+
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from hub_kafka.publish import PublishOutcome
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class HubMetrics:
+    """The API's collectors, in a registry of their own so that every app has its own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.accepted = Counter(
+            "hub_records_accepted", "Records Kafka acknowledged.", ["feed"], registry=self.registry
+        )
+        self.rejected = Counter(
+            "hub_records_rejected",
+            "Records not published, by error code.",
+            ["feed", "reason"],
+            registry=self.registry,
+        )
+        self.dead_lettered = Counter(
+            "hub_records_dead_lettered",
+            "Invalid records written to the feed's dead-letter topic.",
+            ["feed"],
+            registry=self.registry,
+        )
+        self.publish_seconds = Histogram(
+            "hub_publish_request_seconds",
+            "Time to answer a publish request.",
+            ["feed"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.requests = Counter(
+            "hub_http_requests",
+            "HTTP requests by route and status.",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.request_seconds = Histogram(
+            "hub_http_request_seconds",
+            "HTTP request latency by route.",
+            ["method", "route"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+
+    def record_publish(self, feed: str, outcome: PublishOutcome, seconds: float) -> None:
+        self.publish_seconds.labels(feed).observe(seconds)
+        for result in outcome.results:
+            if result.ok:
+                self.accepted.labels(feed).inc()
+            elif result.dead_lettered:
+                self.dead_lettered.labels(feed).inc()
+            else:
+                reason = result.error_code.name if result.error_code else "UNKNOWN"
+                self.rejected.labels(feed, reason).inc()
+
+
+class RequestMetrics:
+    """ASGI middleware counting requests and timing them, labelled by route template."""
+
+    def __init__(self, app: ASGIApp, *, metrics: HubMetrics) -> None:
+        self._app = app
+        self._metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self._app(scope, receive, tracking_send)
+        finally:
+            route = scope.get("route")
+            template = getattr(route, "path", "unmatched")
+            method = scope.get("method", "")
+            self._metrics.requests.labels(method, template, str(status)).inc()
+            self._metrics.request_seconds.labels(method, template).observe(
+                time.perf_counter() - started
+            )
