@@ -1,17 +1,64 @@
-"""Logging set-up shared by every `hub` command."""
+"""Logging shared by every `hub` command: readable lines or JSON, and never a secret.
 
+HUB_LOG_LEVEL (default INFO) and HUB_LOG_FORMAT (`text`, default, or `json`: one object per
+line with time, level, logger and message, for log collectors).
+"""
+
+import json
 import logging
 import os
+import re
+from datetime import UTC, datetime
+
+# API keys (`hub_<id>_<secret>`) and passwords in URLs are masked wherever they appear.
+_SECRETS = (
+    (re.compile(r"\bhub_([0-9a-f]{6,})_[A-Za-z0-9_\-]{8,}"), r"hub_\1_***"),
+    (re.compile(r"(://[^:/@\s]+:)[^@/\s]+@"), r"\1***@"),
+)
+
+
+def redact(text: str) -> str:
+    """`text` with API key secrets and URL passwords replaced by `***`."""
+    for pattern, replacement in _SECRETS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+class _Redacting(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["error"] = redact(self.formatException(record.exc_info))
+        return json.dumps(entry)
 
 
 def configure_logging() -> None:
-    """Log lines with time, component and message; level from HUB_LOG_LEVEL (default INFO)."""
-    logging.basicConfig(
-        level=os.environ.get("HUB_LOG_LEVEL", "INFO").upper(),
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-    )
-    # The JVM bridge is chatty at INFO and says nothing a hub operator needs.
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    """Configure the root logger from HUB_LOG_LEVEL and HUB_LOG_FORMAT."""
+    handler = logging.StreamHandler()
+    if os.environ.get("HUB_LOG_FORMAT", "text").lower() == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%H:%M:%S")
+        )
+    handler.addFilter(_Redacting())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(os.environ.get("HUB_LOG_LEVEL", "INFO").upper())
+    # These are chatty at INFO and say nothing a hub operator needs.
+    for name in ("py4j", "httpx", "alembic.runtime.plugins"):
+        logging.getLogger(name).setLevel(logging.WARNING)

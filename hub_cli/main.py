@@ -1,5 +1,6 @@
 """The `hub` command line."""
 
+import json
 import logging
 import signal
 import sys
@@ -203,6 +204,48 @@ def schema_register(
         sc.expand(paths), registry_url=registry, mapping=mapping, base=base
     ):
         typer.echo(f"{path}: registered under {subject} as schema id {schema_id}")
+
+
+@app.command("publish")
+def publish(
+    feed: Annotated[str, typer.Argument(help="The feed (topic) to publish to.")],
+    path: Annotated[Path, typer.Argument(help="A JSON-lines file, one record per line.")],
+    api: Annotated[
+        str, typer.Option("--api", envvar="HUB_API_URL", help="Base URL of the hub's API.")
+    ] = "http://127.0.0.1:8080",
+    key: Annotated[
+        str | None, typer.Option("--key", envvar="HUB_API_KEY", help="API key of the feed's team.")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Records per request.")] = 500,
+    values: Annotated[
+        bool, typer.Option("--values", help='Each line is a value, not {"value": ..., "key": ...}.')
+    ] = False,
+    on_error: Annotated[
+        str, typer.Option(help="reject, or dlq: invalid records to <feed>.dlq.")
+    ] = ("reject"),
+    rejects: Annotated[
+        Path | None, typer.Option(help="Write each failed line and its error here (JSON lines).")
+    ] = None,
+) -> None:
+    """Publish a JSON-lines file through the API in batches; exit 1 if any record failed.
+
+    Re-running the same command publishes nothing twice: each batch carries an
+    Idempotency-Key made from the file's content and the batch's place in it.
+    """
+    from hub_cli.publish_file import publish_file
+
+    if not path.is_file():
+        raise typer.BadParameter(f"no such file: {path}")
+    summary = publish_file(
+        api_url=api, api_key=key, feed=feed, path=path, batch_size=batch_size,
+        values=values, on_error=on_error,
+    )  # fmt: skip
+    typer.echo(summary.describe())
+    if rejects is not None and summary.failures:
+        rejects.write_text("".join(json.dumps(f) + "\n" for f in summary.failures))
+        typer.echo(f"failed lines and their errors: {rejects}")
+    if summary.failed:
+        raise typer.Exit(1)
 
 
 def _catalog_engine() -> "Engine":
