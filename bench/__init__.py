@@ -1,0 +1,1 @@
+"""Benchmarks: run by hand, never part of the test suite (see bench/README.md)."""

@@ -1,0 +1,481 @@
+"""The registry benchmark: a real `hub api serve` process on SQLite and on PostgreSQL.
+
+Per database and number of concurrent clients, each scenario runs `repeats` times, interleaved
+so that the ceiling and the lookups see the same machine conditions, and the medians are kept:
+
+  (a) GET /healthz                  the ceiling: the same server stack doing no registry work
+  (b) GET /schemas/ids/{id}         over every registered id
+  (c) POST /subjects/{subject}      lookups of registered schemas
+  (d) POST /subjects/{s}/versions   new compatible versions, checked against the subject
+"""
+
+import argparse
+import asyncio
+import io
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+
+import httpx
+
+from bench import load
+from bench.dataset import (
+    Registered,
+    lookup_subject,
+    record_schema,
+    registration_subject,
+    schema_body,
+)
+from bench.load import Call, Connection, Generator, RandomCalls, Reply, RunResult, Summary
+from bench.servers import (
+    REPO,
+    ApiProcess,
+    CpuMeter,
+    Database,
+    api_server,
+    postgres_database,
+    sqlite_database,
+)
+
+TARGET = 0.7  # lookups must reach this fraction of the ceiling's requests per second
+LOOKUP_SUBJECTS = 50
+LOOKUP_VERSIONS = 3
+_MAX_REQUESTS_PER_RUN = 1_000_000  # a backstop; the duration ends read runs first
+_REGISTRATION_TIME_CAP_S = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    key: str
+    label: str
+    lookup: bool  # held to the target
+
+
+HEALTHZ = Scenario("a", "(a) GET /healthz  [ceiling]", lookup=False)
+BY_ID = Scenario("b", "(b) GET /schemas/ids/{id}", lookup=True)
+LOOKUP = Scenario("c", "(c) POST /subjects/{s} lookup", lookup=True)
+REGISTER = Scenario("d", "(d) POST .../versions register", lookup=False)
+SCENARIOS = (HEALTHZ, BY_ID, LOOKUP, REGISTER)
+
+DATABASES: dict[str, Callable[[], AbstractContextManager[Database]]] = {
+    "sqlite": sqlite_database,
+    "postgresql": postgres_database,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    duration_s: float
+    clients: tuple[int, ...]
+    databases: tuple[str, ...]
+    repeats: int
+    warmup_s: float
+    registration_subjects: int
+    registration_versions: int  # new versions per subject and run, after a seeded version 1
+    generator: Generator
+    profile: bool
+
+
+@dataclass
+class Results:
+    runs: dict[tuple[str, int, str], list[RunResult]] = field(default_factory=dict)
+
+    def add(self, database: str, clients: int, scenario: Scenario, run: RunResult) -> None:
+        self.runs.setdefault((database, clients, scenario.key), []).append(run)
+
+    def summary(self, database: str, clients: int, scenario: Scenario) -> Summary | None:
+        runs = self.runs.get((database, clients, scenario.key))
+        return Summary.of(runs) if runs else None
+
+
+def parse_options(argv: Sequence[str] | None = None) -> Options:
+    parser = argparse.ArgumentParser(
+        prog="bench/registry.py",
+        description="Schema registry lookups and registrations against the /healthz ceiling.",
+    )
+    parser.add_argument("--duration", type=float, help="Seconds per measured read run (5).")
+    parser.add_argument("--clients", help="Concurrent client counts, comma-separated (4,8,16).")
+    parser.add_argument(
+        "--databases", default="sqlite,postgresql", help="sqlite and/or postgresql."
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="Runs per scenario (3).")
+    parser.add_argument(
+        "--quick", action="store_true", help="A smoke run: 1.5 s runs, 8 clients, fewer versions."
+    )
+    parser.add_argument(
+        "--generator",
+        choices=["raw", "httpx"],
+        default="raw",
+        help="HTTP client of the load generator (raw: light; httpx: ~1 ms CPU a request).",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="Afterwards, profile each endpoint in process (bench/registry_profile.py).",
+    )
+    args = parser.parse_args(argv)
+    databases = tuple(d.strip() for d in args.databases.split(",") if d.strip())
+    unknown = [d for d in databases if d not in DATABASES]
+    if unknown or not databases:
+        parser.error(f"--databases: unknown {unknown}; choose from {', '.join(DATABASES)}")
+    try:
+        clients = tuple(
+            int(c) for c in (args.clients or ("8" if args.quick else "4,8,16")).split(",")
+        )
+    except ValueError:
+        parser.error(f"--clients: comma-separated numbers, not {args.clients!r}")
+    if any(not 1 <= c <= 256 for c in clients):
+        parser.error("--clients: each count must be between 1 and 256")
+    duration = args.duration or (1.5 if args.quick else 5.0)
+    if not 0.2 <= duration <= 600:
+        parser.error("--duration: between 0.2 and 600 seconds")
+    if not 1 <= args.repeats <= 20:
+        parser.error("--repeats: between 1 and 20")
+    return Options(
+        duration_s=duration,
+        clients=clients,
+        databases=databases,
+        repeats=args.repeats,
+        warmup_s=min(1.0, duration / 2),
+        registration_subjects=16 if args.quick else 32,
+        registration_versions=3 if args.quick else 6,
+        generator=args.generator,
+        profile=args.profile,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = parse_options(argv)
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=True)  # progress lines show as they come
+    started = time.monotonic()
+    print(_machine(options))
+    results = Results()
+    try:
+        for database in options.databases:
+            with DATABASES[database]() as db, api_server(db.url) as server:
+                print(f"\n[{database}] API server pid {server.pid} at {server.base_url}")
+                meter = CpuMeter(server.pid, db)
+                asyncio.run(_measure_database(database, server, meter, options, results))
+    finally:
+        if results.runs:  # what was measured, also when a later part failed
+            print()
+            print("\n".join(report(results, options)))
+            print(f"\nWhole benchmark: {time.monotonic() - started:.0f} s.")
+    errors = sum(r.errors for runs in results.runs.values() for r in runs)
+    if options.profile:
+        from bench.registry_profile import profile_endpoints
+
+        print()
+        profile_endpoints()
+    return 1 if errors else 0
+
+
+def _code_state() -> str:
+    """The commit measured, and how many tracked files differ from it."""
+    try:
+        commit = _git("rev-parse", "--short", "HEAD").strip()
+        changed = _git("status", "--porcelain", "--untracked-files=no").splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return "code: not a git checkout"
+    if not changed:
+        return f"code: {commit}"
+    return f"code: {commit} + uncommitted changes in {len(changed)} files"
+
+
+def _git(*args: str) -> str:
+    # Read-only: --no-optional-locks keeps `git status` from refreshing the index.
+    return subprocess.run(
+        ["git", "--no-optional-locks", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=10,
+    ).stdout
+
+
+def _machine(options: Options) -> str:
+    return (
+        f"Registry benchmark on {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{_code_state()}: "
+        f"{options.repeats} runs of {options.duration_s:g} s per scenario (medians), "
+        f"clients {','.join(map(str, options.clients))}.\n"
+        f"The load generator ({options.generator} HTTP/1.1 client, one asyncio loop) runs on "
+        "the same machine and competes for the cores; each run shows the cores used by the "
+        "server, the database, the generator and other processes."
+    )
+
+
+async def _measure_database(
+    database: str, server: ApiProcess, meter: CpuMeter, options: Options, results: Results
+) -> None:
+    async with _setup_client(server) as http:
+        registered = await register_lookup_set(http)
+        await verify_lookups(http, registered)
+    fields = len(record_schema(0, version=LOOKUP_VERSIONS)["fields"])
+    print(
+        f"[{database}] registered {LOOKUP_VERSIONS} versions of {LOOKUP_SUBJECTS} subjects "
+        f"(up to {fields} fields); every one answers lookups and GET by id correctly",
+    )
+    by_id = RandomCalls([Call("GET", f"/schemas/ids/{r.schema_id}") for r in registered])
+    lookups = RandomCalls(
+        [Call("POST", f"/subjects/{r.subject}", r.body) for r in registered], by_id.rng
+    )
+    reads = {HEALTHZ: RandomCalls([Call("GET", "/healthz")]), BY_ID: by_id, LOOKUP: lookups}
+    for clients in options.clients:
+        async with load.connections(server.port, clients, options.generator) as pool:
+            for workload in reads.values():  # warm connections, caches and code paths
+                await load.run(
+                    pool,
+                    workload,
+                    duration_s=options.warmup_s,
+                    max_requests=_MAX_REQUESTS_PER_RUN,
+                    meter=meter,
+                )
+            for rep in range(1, options.repeats + 1):
+                where = f"[{database:<10} c={clients:<3}] {rep}/{options.repeats}"
+                for scenario, workload in reads.items():
+                    run = await load.run(
+                        pool,
+                        workload,
+                        duration_s=options.duration_s,
+                        max_requests=_MAX_REQUESTS_PER_RUN,
+                        meter=meter,
+                    )
+                    results.add(database, clients, scenario, run)
+                    print(_progress(where, scenario, run))
+                run = await measure_registrations(pool, meter, options, run_name=f"{clients}c{rep}")
+                results.add(database, clients, REGISTER, run)
+                print(_progress(where, REGISTER, run))
+
+
+def _setup_client(server: ApiProcess) -> httpx.AsyncClient:
+    """The set-up and checks use a standard client, independent of the load generator."""
+    return httpx.AsyncClient(
+        base_url=server.base_url,
+        timeout=httpx.Timeout(30.0),
+        trust_env=False,  # no proxy from the environment: traffic stays on loopback
+        headers={"Content-Type": load.MEDIA_TYPE},
+    )
+
+
+def _progress(where: str, scenario: Scenario, run: RunResult) -> str:
+    errors = f"  ERRORS {run.errors}: {run.first_error}" if run.errors else ""
+    cores = " ".join(
+        f"{name} {run.cores(seconds):.2f}"
+        for name, seconds in (
+            ("server", run.cpu.server),
+            ("db", run.cpu.database_total),
+            ("gen", run.cpu.generator),
+            ("other", run.cpu.others),
+        )
+    )
+    return (
+        f"{where} {scenario.label:<32}{run.rps:8.1f} req/s  p50 {run.percentile_ms(0.5):6.1f} ms"
+        f"  p99 {run.percentile_ms(0.99):6.1f} ms  {run.server_us_per_request:6.0f} us/req  "
+        f"cores: {cores}{errors}"
+    )
+
+
+# --- set-up ----------------------------------------------------------------------------------
+
+
+async def register_lookup_set(http: httpx.AsyncClient) -> list[Registered]:
+    """Register 3 compatible versions of 50 subjects; subjects in parallel, versions in order."""
+
+    async def subject(index: int) -> list[Registered]:
+        out = []
+        for version in range(1, LOOKUP_VERSIONS + 1):
+            name = lookup_subject(index)
+            body = schema_body(record_schema(index, version=version))
+            response = await http.post(f"/subjects/{name}/versions", content=body)
+            _expect(response, f"registering {name} version {version}")
+            out.append(Registered(name, version, int(response.json()["id"]), body))
+        return out
+
+    registered: list[Registered] = []
+    for start in range(0, LOOKUP_SUBJECTS, 8):
+        batch = range(start, min(start + 8, LOOKUP_SUBJECTS))
+        for versions in await asyncio.gather(*(subject(i) for i in batch)):
+            registered += versions
+    if len({r.schema_id for r in registered}) != len(registered):
+        raise RuntimeError("the registry gave two distinct schemas the same id")
+    return registered
+
+
+async def verify_lookups(http: httpx.AsyncClient, registered: Sequence[Registered]) -> None:
+    """Every registered schema is found under its subject and version, and by its id."""
+    for item in registered:
+        found = await http.post(f"/subjects/{item.subject}", content=item.body)
+        _expect(found, f"looking up {item.subject} version {item.version}")
+        answer = found.json()
+        if (answer["id"], answer["version"]) != (item.schema_id, item.version):
+            raise RuntimeError(f"lookup of {item.subject} v{item.version} answered {answer}")
+        by_id = await http.get(f"/schemas/ids/{item.schema_id}")
+        _expect(by_id, f"getting schema id {item.schema_id}")
+        if json.loads(by_id.json()["schema"]) != json.loads(json.loads(item.body)["schema"]):
+            raise RuntimeError(f"schema id {item.schema_id} is not the schema registered")
+
+
+def _expect(response: httpx.Response, what: str) -> None:
+    if response.status_code != 200:
+        raise RuntimeError(f"{what}: HTTP {response.status_code} {response.text[:500]}")
+
+
+# --- registrations ---------------------------------------------------------------------------
+
+
+class NewVersions:
+    """Registration work: every subject gets its new versions in order, one at a time."""
+
+    def __init__(self, subjects: Sequence[str], versions_each: int, *, time_cap_s: float) -> None:
+        self._subjects = subjects
+        self._deadline = time.perf_counter() + time_cap_s
+        self._last = versions_each  # extra fields of the last version to register
+        self._queue: asyncio.Queue[tuple[int, int]] = asyncio.Queue()
+        for index in range(len(subjects)):
+            self._queue.put_nowait((index, 1))
+        self._in_flight: dict[int, tuple[int, int]] = {}
+        self._unfinished = len(subjects)
+        self.ids: set[int] = set()
+        self.registered = 0
+
+    async def next(self) -> Call | None:
+        while self._unfinished and time.perf_counter() < self._deadline:
+            try:
+                index, extra = await asyncio.wait_for(self._queue.get(), timeout=0.05)
+            except TimeoutError:
+                continue  # every subject is busy; the loop ends when all are finished
+            body = schema_body(record_schema(index, version=1, extra_fields=extra))
+            call = Call("POST", f"/subjects/{self._subjects[index]}/versions", body)
+            self._in_flight[id(call)] = (index, extra)
+            return call
+        return None
+
+    def done(self, call: Call, reply: Reply | None) -> None:
+        index, extra = self._in_flight.pop(id(call))
+        if reply is not None and reply.status == 200:
+            self.ids.add(int(reply.json()["id"]))
+            self.registered += 1
+            extra += 1
+        if extra <= self._last:
+            self._queue.put_nowait((index, extra))
+        else:
+            self._unfinished -= 1
+
+
+async def measure_registrations(
+    pool: Sequence[Connection], meter: CpuMeter, options: Options, *, run_name: str
+) -> RunResult:
+    """Seed version 1 of fresh subjects (not measured), then register their next versions."""
+    subjects = [registration_subject(run_name, i) for i in range(options.registration_subjects)]
+    seeds = [(s, schema_body(record_schema(i, version=1))) for i, s in enumerate(subjects)]
+    for start in range(0, len(seeds), len(pool)):
+        batch = zip(pool, seeds[start : start + len(pool)], strict=False)
+        for reply in await asyncio.gather(
+            *(c.send(Call("POST", f"/subjects/{name}/versions", body)) for c, (name, body) in batch)
+        ):
+            if reply.status != 200:
+                raise RuntimeError(f"seeding a subject: {reply.status} {reply.body[:300]!r}")
+    work = NewVersions(subjects, options.registration_versions, time_cap_s=_REGISTRATION_TIME_CAP_S)
+    run = await load.run(
+        pool,
+        work,
+        duration_s=_REGISTRATION_TIME_CAP_S,
+        max_requests=len(subjects) * options.registration_versions * 2,
+        meter=meter,
+    )
+    expected = len(subjects) * options.registration_versions
+    if work.registered != expected or len(work.ids) != expected:
+        raise RuntimeError(
+            f"registrations: expected {expected} new versions with distinct ids, "
+            f"got {work.registered} with {len(work.ids)} ids; first error: {run.first_error}"
+        )
+    versions = (await pool[0].send(Call("GET", f"/subjects/{subjects[0]}/versions"))).json()
+    if versions != list(range(1, options.registration_versions + 2)):
+        raise RuntimeError(f"{subjects[0]} has versions {versions}")
+    return run
+
+
+# --- report ----------------------------------------------------------------------------------
+
+
+def report(results: Results, options: Options) -> Iterator[str]:
+    """The results table, each row next to the ceiling of the same database and clients."""
+    yield (
+        f"Medians of {options.repeats} runs; reads run {options.duration_s:g} s each, (d) "
+        f"registers {options.registration_subjects} subjects x "
+        f"{options.registration_versions} new versions (v2-v{options.registration_versions + 1})."
+    )
+    yield (
+        "vs (a): req/s divided by the ceiling's req/s in the same run; "
+        "CPU x (a): server CPU per request, divided by the ceiling's;\n"
+        "cores: CPU used during the runs by the API server, PostgreSQL, the load generator "
+        "and processes outside the benchmark."
+    )
+    header = (
+        f"{'database':<11}{'clients':>7}  {'scenario':<33}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'srv us/req':>11}{'CPU x (a)':>10}{'vs (a)':>8}  {'target':<8}"
+        "cores srv/db/gen/other"
+    )
+    yield header
+    yield "-" * len(header)
+    ratios: dict[Scenario, list[float]] = {s: [] for s in SCENARIOS if s.lookup}
+    for database in options.databases:
+        for clients in options.clients:
+            ceiling = results.summary(database, clients, HEALTHZ)
+            for scenario in SCENARIOS:
+                row = results.summary(database, clients, scenario)
+                if row is None or ceiling is None:
+                    continue
+                ratio = row.rps / ceiling.rps if ceiling.rps else float("nan")
+                cost = row.server_us_per_request / ceiling.server_us_per_request
+                verdict = ""
+                if scenario.lookup:
+                    verdict = "PASS" if ratio >= TARGET else "FAIL"
+                    ratios[scenario].append(ratio)
+                errors = f"  {row.errors} errors" if row.errors else ""
+                yield (
+                    f"{database:<11}{clients:>7}  {scenario.label:<33}{row.rps:>9.1f}"
+                    f"{row.p50_ms:>9.1f}{row.p99_ms:>9.1f}{row.server_us_per_request:>11.0f}"
+                    f"{cost:>10.1f}{ratio:>8.2f}  {verdict:<8}{_cores(row)}{errors}"
+                )
+    yield ""
+    passed = all(r >= TARGET for values in ratios.values() for r in values)
+    yield (
+        f"Target: lookups (b) and (c) reach at least {TARGET} of the ceiling (a): "
+        + ("PASS" if passed else "FAIL")
+    )
+    for scenario, values in ratios.items():
+        if values:
+            below = sum(r < TARGET for r in values)
+            yield (
+                f"  {scenario.label.strip()}: {min(values):.2f} to {max(values):.2f} of the "
+                f"ceiling, {below} of {len(values)} rows below {TARGET}"
+            )
+    rates = {
+        database: [
+            s.rps
+            for clients in options.clients
+            if (s := results.summary(database, clients, REGISTER)) is not None
+        ]
+        for database in options.databases
+    }
+    yield "Registrations per second (median over client counts): " + ", ".join(
+        f"{database} {statistics.median(r):.1f}" for database, r in rates.items() if r
+    )
+
+
+def _cores(row: Summary) -> str:
+    return "/".join(
+        f"{c:.2f}"
+        for c in (row.server_cores, row.database_cores, row.generator_cores, row.other_cores)
+    )

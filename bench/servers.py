@@ -1,0 +1,220 @@
+"""The processes a benchmark runs against: the API server and its registry database."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+# Nothing listens there: the producer connects lazily, and registry routes never use it.
+NO_KAFKA = "127.0.0.1:1"
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True, slots=True)
+class ApiProcess:
+    """A running `hub api serve` process."""
+
+    base_url: str
+    pid: int
+    log: Path
+
+    @property
+    def port(self) -> int:
+        return int(self.base_url.rsplit(":", 1)[1])
+
+
+@dataclass(frozen=True, slots=True)
+class Database:
+    """A registry database; `pids` lists its server processes (none for SQLite)."""
+
+    name: str
+    url: str
+    pids: Callable[[], list[int]] = list
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` (all its threads), from /proc; 0 once gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    # Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def host_cpu_ticks() -> tuple[int, int]:
+    """(busy, total) CPU ticks of the whole machine since boot, from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    total = sum(values[:8])  # guest time is already counted in user
+    return total - idle, total
+
+
+@dataclass(frozen=True, slots=True)
+class CpuUse:
+    """CPU seconds used over an interval, by whom; `host` counts every process of the machine."""
+
+    server: float
+    database: dict[int, float]  # by process: PostgreSQL starts and ends backends
+    generator: float
+    host: float
+    host_capacity: float  # seconds of CPU the machine had: cores x wall time
+
+    @property
+    def database_total(self) -> float:
+        return sum(self.database.values())
+
+    def __sub__(self, earlier: "CpuUse") -> "CpuUse":
+        return CpuUse(
+            server=self.server - earlier.server,
+            # A process that ended in between is left out: its last figures are gone.
+            database={
+                pid: seconds - earlier.database.get(pid, 0.0)
+                for pid, seconds in self.database.items()
+            },
+            generator=self.generator - earlier.generator,
+            host=self.host - earlier.host,
+            host_capacity=self.host_capacity - earlier.host_capacity,
+        )
+
+    @property
+    def others(self) -> float:
+        """CPU seconds of processes outside the benchmark: other work on a shared machine."""
+        return max(0.0, self.host - self.server - self.database_total - self.generator)
+
+
+@dataclass(frozen=True, slots=True)
+class CpuMeter:
+    """Reads the CPU time of the API server, the database, this process and the machine."""
+
+    server_pid: int
+    database: Database
+
+    def read(self) -> CpuUse:
+        busy, total = host_cpu_ticks()
+        return CpuUse(
+            server=process_cpu_seconds(self.server_pid),
+            database={pid: process_cpu_seconds(pid) for pid in self.database.pids()},
+            generator=time.process_time(),
+            host=busy / _CLOCK_TICKS,
+            host_capacity=total / _CLOCK_TICKS,
+        )
+
+
+@contextmanager
+def sqlite_database() -> Iterator[Database]:
+    """A registry database in a temporary SQLite file."""
+    root = Path(tempfile.mkdtemp(prefix="hub-bench-sqlite-"))
+    try:
+        yield Database("sqlite", f"sqlite:///{root / 'registry.db'}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def postgres_database() -> Iterator[Database]:
+    """A registry database in a throw-away PostgreSQL cluster on a free loopback port."""
+    from tests.support.postgres import TempPostgres
+
+    # Traversable by the `postgres` user, which runs the server when we are root.
+    root = Path(tempfile.mkdtemp(prefix="hub-bench-postgres-"))
+    root.chmod(0o755)
+    cluster = TempPostgres(root=root / "cluster")
+    try:
+        cluster.start()
+        url = cluster.create_database("bench_registry")
+        postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
+        yield Database("postgresql", url, lambda: [postmaster, *_children(postmaster)])
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # the process ended while we looked
+        if ppid == parent:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@contextmanager
+def api_server(database_url: str, *, start_timeout_s: float = 60) -> Iterator[ApiProcess]:
+    """Migrate `database_url`, run `hub api serve` on it in its own process, stop it after."""
+    from registry import migrate
+    from tests.support.ports import free_port
+
+    migrate.upgrade(database_url)
+    port = free_port()
+    home = Path(tempfile.mkdtemp(prefix="hub-bench-api-"))
+    log = home / "api.log"
+    env = {
+        **os.environ,
+        "HUB_HOME": str(home),
+        "HUB_API_HOST": "127.0.0.1",
+        "HUB_API_PORT": str(port),
+        "HUB_REGISTRY_DATABASE_URL": database_url,
+        "HUB_KAFKA_BOOTSTRAP_SERVERS": NO_KAFKA,
+        # Registry writes need a team's API key unless auth is off: measure the registry alone.
+        "HUB_API_AUTH": "disabled",
+    }
+    with log.open("wb") as log_file:
+        # A file, not a pipe: nobody reads the log while the server runs, and a full pipe blocks.
+        process = subprocess.Popen(
+            [sys.executable, "-m", "hub_cli.main", "api", "serve"],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+    server = ApiProcess(base_url=f"http://127.0.0.1:{port}", pid=process.pid, log=log)
+    try:
+        _wait_ready(process, server, timeout_s=start_timeout_s)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _wait_ready(process: subprocess.Popen[bytes], server: ApiProcess, *, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(base_url=server.base_url, timeout=2.0, trust_env=False) as client:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"the API server exited with code {process.returncode} before answering:\n"
+                    + _tail(server.log)
+                )
+            try:
+                if client.get("/healthz").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+    raise RuntimeError(
+        f"the API server did not answer GET /healthz within {timeout_s:.0f}s:\n" + _tail(server.log)
+    )
+
+
+def _tail(log: Path, chars: int = 3000) -> str:
+    return log.read_text(errors="replace")[-chars:] if log.exists() else "(no log)"
