@@ -9,7 +9,14 @@ from fastapi import FastAPI
 from catalog.feeds import FeedStore
 from catalog.idempotency import IdempotencyStore
 from catalog.teams import TeamStore
-from hub_api import config_routes, feed_routes, health_routes, publish_routes, registry_routes
+from hub_api import (
+    config_routes,
+    feed_routes,
+    health_routes,
+    publish_routes,
+    registry_routes,
+    rest_proxy_routes,
+)
 from hub_api.auth import KeyVerifier
 from hub_api.errors import install_error_handlers
 from hub_api.limits import BodySizeLimit
@@ -84,4 +91,5 @@ def create_app(
     app.include_router(config_routes.router)
     app.include_router(feed_routes.router)
     app.include_router(publish_routes.router)
+    app.include_router(rest_proxy_routes.router)
     return app

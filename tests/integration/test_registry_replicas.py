@@ -111,16 +111,21 @@ class Outcome:
     body: str
 
 
-def _schema(thread: int, index: int) -> tuple[str, str]:
-    """(subject, schema) of a thread's index-th registration. Every third schema is shared:
-    all threads register it, under every subject in turn; the rest belong to one thread."""
-    shared = index % 3 == 0
+def _registration(thread: int, index: int) -> tuple[str, str, bool]:
+    """(subject, schema, shared) of a thread's index-th registration.
+
+    Every other schema is shared: all threads register it at the same moment, half of them
+    under one subject and half under the next, through both processes. The rest belong to
+    one thread and go to each subject and process in turn.
+    """
+    shared = index % 2 == 0
     name = f"Shared{index}" if shared else f"Own{thread}x{index}"
     schema = json.dumps(
         {"type": "record", "name": name, "fields": [{"name": "n", "type": "long"}]},
         separators=(",", ":"),
     )
-    return SUBJECTS[(thread + index) % len(SUBJECTS)], schema
+    slot = index // 2 + (thread % 2 if shared else thread)
+    return SUBJECTS[slot % len(SUBJECTS)], schema, shared
 
 
 def test_two_processes_hand_out_one_id_per_schema_and_gapless_versions(
@@ -132,16 +137,17 @@ def test_two_processes_hand_out_one_id_per_schema_and_gapless_versions(
             # Records of different names never read each other; this test is about ids.
             http.put(f"/config/{subject}", json={"compatibility": "NONE"}).raise_for_status()
 
-    start = threading.Barrier(THREADS)
+    lockstep = threading.Barrier(THREADS)
 
     def register(thread: int) -> list[Outcome]:
         clients = [httpx.Client(base_url=url, headers=headers, timeout=60) for url in servers]
         outcomes: list[Outcome] = []
         try:
-            start.wait()
             for index in range(PER_THREAD):
-                subject, schema = _schema(thread, index)
-                server = (thread + index) % len(servers)
+                subject, schema, shared = _registration(thread, index)
+                server = (thread // 2 + index) % len(servers)
+                if shared:
+                    lockstep.wait(timeout=60)
                 try:
                     response = clients[server].post(
                         f"/subjects/{subject}/versions", json={"schema": schema}
@@ -171,7 +177,7 @@ def test_two_processes_hand_out_one_id_per_schema_and_gapless_versions(
     id_of = {schema: next(iter(ids)) for schema, ids in ids_of.items()}
     assert len(set(id_of.values())) == len(id_of)
     shared = [s for s in id_of if '"Shared' in s]
-    assert len(shared) == len(range(0, PER_THREAD, 3))
+    assert len(shared) == len(range(0, PER_THREAD, 2))
     assert len(id_of) == len(shared) + THREADS * (PER_THREAD - len(shared))
 
     expected: dict[str, set[int]] = defaultdict(set)

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import event
 
 from registry import migrate
 from registry.errors import (
@@ -25,7 +26,7 @@ from registry.errors import (
 )
 from registry.service import RegistryService
 from registry.store import SchemaStore, create_store_engine
-from registry.types import SchemaId, SchemaReference, Subject, Version
+from registry.types import RegisteredSchema, SchemaId, SchemaReference, Subject, Version
 from tests.support.api_server import serve_api
 from tests.support.hub_client import bearer, create_key
 
@@ -87,9 +88,17 @@ def _error(response: httpx.Response, status: int, code: int) -> str:
     return message
 
 
-def _register(http: httpx.Client, subject: str, schema: str, **extra: Any) -> int:
-    body = {"schema": schema, **extra.pop("body", {})}
-    answer = _ok(_send(http, "POST", f"/subjects/{subject}/versions", body, **extra))
+def _register(
+    http: httpx.Client,
+    subject: str,
+    schema: str,
+    *,
+    body: dict[str, Any] | None = None,
+    **params: Any,
+) -> int:
+    """Register `schema` (with more `body` fields, if any) and return its id."""
+    request = {"schema": schema, **(body or {})}
+    answer = _ok(_send(http, "POST", f"/subjects/{subject}/versions", request, **params))
     schema_id: int = answer["id"]
     return schema_id
 
@@ -307,7 +316,7 @@ def test_concurrent_registrations_of_the_same_schemas_make_one_version_each(
         for schema in schemas
     }
     assert all(len(found) == 1 for found in ids.values()), ids
-    with httpx.Client(base_url=api_url, timeout=30) as http:
+    with httpx.Client(base_url=api_url, headers=bearer(admin_key), timeout=30) as http:
         versions = _ok(http.get(f"/subjects/{subject}/versions"))
         held = [_ok(http.get(f"/subjects/{subject}/versions/{v}"))["id"] for v in versions]
     assert versions == list(range(1, len(schemas) + 1))
@@ -659,8 +668,7 @@ def test_normalize_matches_equivalent_spellings_of_a_schema(http: httpx.Client) 
     subject = _subject()
     schema_id = _register(http, subject, separate)
 
-    # Spelled differently, it is a different text; normalized, it is the same schema.
-    _error(_send(http, "POST", f"/subjects/{subject}", {"schema": full_name}), 404, 40403)
+    # Normalized, the other spelling is the same schema: same id, same version.
     found = _ok(
         _send(http, "POST", f"/subjects/{subject}", {"schema": full_name}, normalize="true")
     )
@@ -803,3 +811,35 @@ def test_store_soft_deleted_references_still_resolve(
         engine.dispose()
     assert resolved.references == (reference,)
     assert resolved.json == json.loads(person)
+
+
+def test_store_a_registration_racing_the_same_one_adds_no_second_version(
+    database_url: str,
+) -> None:
+    migrate.upgrade(database_url)
+    # Two engines stand in for two API processes on one database.
+    engines = [create_store_engine(database_url) for _ in range(2)]
+    first, second = (RegistryService(SchemaStore(engine)) for engine in engines)
+    subject = Subject("raced-value")
+    schema = _record("Raced", ("a", "string"))
+    # The schema row exists already, so its unique fingerprint cannot serialize the two.
+    first.register(subject=Subject("elsewhere-value"), schema_text=schema)
+    raced: list[RegisteredSchema] = []
+
+    def meanwhile(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        # Once `first` has looked for a live version and is about to number a new one, the
+        # other process registers the same schema under the same subject.
+        if "max(" in statement.lower() and not raced:
+            raced.append(second.register(subject=subject, schema_text=schema))
+
+    event.listen(engines[0], "before_cursor_execute", meanwhile)
+    try:
+        mine = first.register(subject=subject, schema_text=schema)
+        versions = first.versions(subject=subject)
+    finally:
+        event.remove(engines[0], "before_cursor_execute", meanwhile)
+        for engine in engines:
+            engine.dispose()
+    assert raced, "the interleaving never happened: registration no longer numbers versions"
+    assert mine == raced[0]
+    assert versions == [1]
