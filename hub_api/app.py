@@ -52,7 +52,9 @@ def create_app(
             kafka, id_prefix=f"hub-api-{api.instance_id}", size=api.transactional_producers
         )
         service = RegistryService(
-            SchemaStore(engine), default_compatibility=registry.default_compatibility
+            SchemaStore(engine),
+            default_compatibility=registry.default_compatibility,
+            cache_seconds=registry.cache_seconds,
         )
         app.state.api_settings = api
         app.state.registry = service

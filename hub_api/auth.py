@@ -11,6 +11,7 @@ from fastapi import Depends, Request
 from catalog.teams import TeamStore
 from catalog.types import Principal, TeamName
 from hub_api.settings import ApiSettings, AuthMode
+from hub_kafka.feeds import FeedService
 from registry.errors import ErrorCode, TerminalError
 
 _ANONYMOUS_ADMIN = Principal(key_id="anonymous", team=None, admin=True)
@@ -110,5 +111,27 @@ def require_owner(principal: Principal, owner: TeamName, *, what: str) -> None:
         )
 
 
+def require_subject_writer(request: Request, subject: str) -> Principal:
+    """Registry writes to a feed's subjects need its owner's key (or an admin's); writes to
+    other subjects need any valid key."""
+    principal = require_caller(request)
+    topic = subject.removesuffix("-value").removesuffix("-key")
+    if topic != subject:
+        feeds: FeedService = request.app.state.feeds
+        feed = feeds.find(topic)
+        if feed is not None:
+            require_owner(principal, feed.owner, what=f"Subject '{subject}' of feed '{topic}'")
+    return principal
+
+
+def require_admin_caller(request: Request) -> Principal:
+    """Registry-wide settings need an admin key."""
+    principal = require_caller(request)
+    require_admin(principal, action="change registry-wide settings")
+    return principal
+
+
 Caller = Annotated[Principal, Depends(require_caller)]
 Reader = Annotated[Principal | None, Depends(require_reader)]
+SubjectWriter = Annotated[Principal, Depends(require_subject_writer)]
+Admin = Annotated[Principal, Depends(require_admin_caller)]

@@ -2,8 +2,9 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Depends, Query
 
+from hub_api.auth import Admin, SubjectWriter, require_reader
 from hub_api.deps import Registry
 from hub_api.errors import REGISTRY_MEDIA_TYPE, RegistryJSONResponse
 from hub_api.registry_models import (
@@ -18,7 +19,11 @@ from hub_api.registry_routes import Normalize, _avro_only
 from registry.service import parse_version
 from registry.types import Subject
 
-router = APIRouter(tags=["registry configuration"], default_response_class=RegistryJSONResponse)
+router = APIRouter(
+    tags=["registry configuration"],
+    default_response_class=RegistryJSONResponse,
+    dependencies=[Depends(require_reader)],
+)
 
 DefaultToGlobal = Annotated[
     bool, Query(alias="defaultToGlobal", description="Fall back to the registry-wide setting.")
@@ -35,7 +40,9 @@ def get_global_compatibility(registry: Registry) -> CompatibilityLevelPublic:
 
 @router.put("/config", response_model=CompatibilityPublic)
 def set_global_compatibility(
-    body: Annotated[CompatibilityPut, Body(media_type=REGISTRY_MEDIA_TYPE)], registry: Registry
+    body: Annotated[CompatibilityPut, Body(media_type=REGISTRY_MEDIA_TYPE)],
+    registry: Registry,
+    _admin: Admin,
 ) -> CompatibilityPublic:
     """Set the registry-wide compatibility level."""
     level = registry.set_compatibility(subject=None, level=body.compatibility)
@@ -43,7 +50,7 @@ def set_global_compatibility(
 
 
 @router.delete("/config", response_model=CompatibilityLevelPublic)
-def delete_global_compatibility(registry: Registry) -> CompatibilityLevelPublic:
+def delete_global_compatibility(registry: Registry, _admin: Admin) -> CompatibilityLevelPublic:
     """Reset the registry-wide level to the default; answers the level it replaced."""
     return CompatibilityLevelPublic(compatibilityLevel=registry.delete_compatibility(subject=None))
 
@@ -62,6 +69,7 @@ def set_subject_compatibility(
     subject: str,
     body: Annotated[CompatibilityPut, Body(media_type=REGISTRY_MEDIA_TYPE)],
     registry: Registry,
+    _writer: SubjectWriter,
 ) -> CompatibilityPublic:
     """Set the subject's compatibility level."""
     return CompatibilityPublic(
@@ -70,7 +78,9 @@ def set_subject_compatibility(
 
 
 @router.delete("/config/{subject}", response_model=CompatibilityLevelPublic)
-def delete_subject_compatibility(subject: str, registry: Registry) -> CompatibilityLevelPublic:
+def delete_subject_compatibility(
+    subject: str, registry: Registry, _writer: SubjectWriter
+) -> CompatibilityLevelPublic:
     """Remove the subject's own level (it then follows the registry-wide one)."""
     level = registry.delete_compatibility(subject=Subject(subject))
     return CompatibilityLevelPublic(compatibilityLevel=level)
@@ -86,6 +96,7 @@ def get_global_mode(registry: Registry) -> ModeBody:
 def set_global_mode(
     body: Annotated[ModeBody, Body(media_type=REGISTRY_MEDIA_TYPE)],
     registry: Registry,
+    _admin: Admin,
     force: Force = False,
 ) -> ModeBody:
     """Set the registry-wide mode; IMPORT needs an empty registry unless `force=true`."""
@@ -93,7 +104,7 @@ def set_global_mode(
 
 
 @router.delete("/mode", response_model=ModeBody)
-def delete_global_mode(registry: Registry) -> ModeBody:
+def delete_global_mode(registry: Registry, _admin: Admin) -> ModeBody:
     """Reset the registry-wide mode to READWRITE; answers the mode it replaced."""
     return ModeBody(mode=registry.delete_mode(subject=None))
 
@@ -113,6 +124,7 @@ def set_subject_mode(
     subject: str,
     body: Annotated[ModeBody, Body(media_type=REGISTRY_MEDIA_TYPE)],
     registry: Registry,
+    _writer: SubjectWriter,
     force: Force = False,
 ) -> ModeBody:
     """Set the subject's mode; IMPORT needs an empty subject unless `force=true`."""
@@ -120,7 +132,7 @@ def set_subject_mode(
 
 
 @router.delete("/mode/{subject}", response_model=ModeBody)
-def delete_subject_mode(subject: str, registry: Registry) -> ModeBody:
+def delete_subject_mode(subject: str, registry: Registry, _writer: SubjectWriter) -> ModeBody:
     """Remove the subject's own mode (it then follows the registry-wide one)."""
     return ModeBody(mode=registry.delete_mode(subject=Subject(subject)))
 

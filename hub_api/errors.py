@@ -21,7 +21,13 @@ class RegistryJSONResponse(JSONResponse):
     media_type = REGISTRY_MEDIA_TYPE
 
 
-def error_response(code: ErrorCode, message: str, **extra: object) -> JSONResponse:
+# Paths of the Confluent registry API, whose errors carry the registry's media type too.
+_REGISTRY_PATHS = ("/subjects", "/schemas", "/config", "/mode", "/compatibility")
+
+
+def error_response(
+    code: ErrorCode, message: str, *, media_type: str | None = None, **extra: object
+) -> JSONResponse:
     """The one error body of the hub."""
     body: dict[str, object] = {"error_code": int(code), "message": message, **extra}
     headers = None
@@ -29,24 +35,32 @@ def error_response(code: ErrorCode, message: str, **extra: object) -> JSONRespon
         headers = {"Retry-After": "5"}
     elif code.http_status == 401:
         headers = {"WWW-Authenticate": 'Bearer realm="hub"'}
-    return JSONResponse(body, status_code=code.http_status, headers=headers)
+    return JSONResponse(body, status_code=code.http_status, headers=headers, media_type=media_type)
+
+
+def _media_type(request: Request) -> str | None:
+    return REGISTRY_MEDIA_TYPE if request.url.path.startswith(_REGISTRY_PATHS) else None
 
 
 def install_error_handlers(app: FastAPI) -> None:
     """Map domain exceptions and framework errors to coded answers."""
 
     @app.exception_handler(HubError)
-    async def _hub_error(_request: Request, exc: HubError) -> JSONResponse:
+    async def _hub_error(request: Request, exc: HubError) -> JSONResponse:
         if exc.code.http_status >= 500:
             log.warning("request failed: %s (%s)", exc.message, int(exc.code))
-        return error_response(exc.code, exc.message)
+        return error_response(exc.code, exc.message, media_type=_media_type(request))
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
         )
-        return error_response(ErrorCode.MALFORMED_REQUEST, f"Malformed request: {problems}")
+        return error_response(
+            ErrorCode.MALFORMED_REQUEST,
+            f"Malformed request: {problems}",
+            media_type=_media_type(request),
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:

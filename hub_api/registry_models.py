@@ -1,6 +1,6 @@
 """Request and response models of the schema registry API, in the Confluent shapes."""
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from registry.types import RegisteredSchema, SchemaReference, Subject, Version
 
@@ -72,9 +72,14 @@ class SubjectVersionRef(BaseModel):
 
 
 class CompatibilityPut(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    """`{"compatibility": ...}`; newer clients send `{"compatibilityLevel": ...}`."""
 
-    compatibility: str = Field(description="One of the seven compatibility levels.")
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    compatibility: str = Field(
+        validation_alias=AliasChoices("compatibility", "compatibilityLevel"),
+        description="One of the seven compatibility levels.",
+    )
 
 
 class CompatibilityLevelPublic(BaseModel):

@@ -2,9 +2,10 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import Response
 
+from hub_api.auth import SubjectWriter, require_reader
 from hub_api.deps import Registry
 from hub_api.errors import REGISTRY_MEDIA_TYPE, RegistryJSONResponse
 from hub_api.registry_models import (
@@ -19,7 +20,11 @@ from registry.errors import InvalidSchema
 from registry.service import parse_version
 from registry.types import SchemaId, SchemaType, Subject, Version
 
-router = APIRouter(tags=["registry"], default_response_class=RegistryJSONResponse)
+router = APIRouter(
+    tags=["registry"],
+    default_response_class=RegistryJSONResponse,
+    dependencies=[Depends(require_reader)],
+)
 
 SchemaBody = Annotated[SchemaCreate, Body(media_type=REGISTRY_MEDIA_TYPE)]
 Deleted = Annotated[bool, Query(description="Include soft-deleted items.")]
@@ -70,7 +75,9 @@ def lookup_schema(
 
 
 @router.delete("/subjects/{subject}", response_model=list[int])
-def delete_subject(subject: str, registry: Registry, permanent: Permanent = False) -> list[int]:
+def delete_subject(
+    subject: str, registry: Registry, _writer: SubjectWriter, permanent: Permanent = False
+) -> list[int]:
     """Soft-delete every version; with `permanent=true`, purge a soft-deleted subject."""
     return list(registry.delete_subject(subject=Subject(subject), permanent=permanent))
 
@@ -83,7 +90,11 @@ def list_versions(subject: str, registry: Registry, deleted: Deleted = False) ->
 
 @router.post("/subjects/{subject}/versions", response_model=SchemaIdPublic)
 def register_schema(
-    subject: str, body: SchemaBody, registry: Registry, normalize: Normalize = False
+    subject: str,
+    body: SchemaBody,
+    registry: Registry,
+    _writer: SubjectWriter,
+    normalize: Normalize = False,
 ) -> SchemaIdPublic:
     """Register a schema; an identical live schema returns its id, an incompatible one is 409."""
     _avro_only(body)
@@ -127,7 +138,11 @@ def get_version_schema(
 
 @router.delete("/subjects/{subject}/versions/{version}", response_model=int)
 def delete_version(
-    subject: str, version: str, registry: Registry, permanent: Permanent = False
+    subject: str,
+    version: str,
+    registry: Registry,
+    _writer: SubjectWriter,
+    permanent: Permanent = False,
 ) -> int:
     """Soft-delete a version; with `permanent=true`, purge a soft-deleted one."""
     return registry.delete_version(

@@ -146,6 +146,10 @@ RegistryUrl = Annotated[
     str | None,
     typer.Option("--registry", envvar="HUB_REGISTRY_URL", help="Base URL of the registry."),
 ]
+ApiKey = Annotated[
+    str | None,
+    typer.Option("--key", envvar="HUB_API_KEY", help="API key (registering needs one)."),
+]
 MappingFile = Annotated[
     Path | None,
     typer.Option(
@@ -163,6 +167,7 @@ def schema_check(
         typer.Option("--against", help="Check offline against this git revision instead."),
     ] = None,
     subjects: MappingFile = None,
+    key: ApiKey = None,
     output_format: Annotated[str, typer.Option("--format", help="text, json or junit.")] = "text",
     output: Annotated[
         Path | None, typer.Option("--output", help="Write the report here instead of stdout.")
@@ -177,7 +182,9 @@ def schema_check(
     if against is not None:
         results = sc.check_against_revision(files, revision=against, mapping=mapping, base=base)
     elif registry is not None:
-        results = sc.check_with_registry(files, registry_url=registry, mapping=mapping, base=base)
+        results = sc.check_with_registry(
+            files, registry_url=registry, mapping=mapping, base=base, api_key=key
+        )
     else:
         raise sc.SchemaCheckError("Give --registry URL, or --against GIT_REF to check offline.")
     report = sc.render(results, fmt)
@@ -192,7 +199,10 @@ def schema_check(
 
 @schema_app.command("register")
 def schema_register(
-    paths: SchemaPaths, registry: RegistryUrl = None, subjects: MappingFile = None
+    paths: SchemaPaths,
+    registry: RegistryUrl = None,
+    subjects: MappingFile = None,
+    key: ApiKey = None,
 ) -> None:
     """Register schema files under their subjects (stops at the first refusal)."""
     from hub_cli import schema_check as sc
@@ -201,7 +211,7 @@ def schema_register(
         raise sc.SchemaCheckError("Give --registry URL (or set HUB_REGISTRY_URL).")
     mapping, base = sc.SubjectMapping.load(subjects)
     for path, subject, schema_id in sc.register_files(
-        sc.expand(paths), registry_url=registry, mapping=mapping, base=base
+        sc.expand(paths), registry_url=registry, mapping=mapping, base=base, api_key=key
     ):
         typer.echo(f"{path}: registered under {subject} as schema id {schema_id}")
 

@@ -99,12 +99,22 @@ class FileResult:
         return self.verdict in (Verdict.INCOMPATIBLE, Verdict.ERROR)
 
 
+def _client(registry_url: str, api_key: str | None) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    return httpx.Client(base_url=registry_url.rstrip("/"), timeout=30, headers=headers)
+
+
 def check_with_registry(
-    files: Sequence[Path], *, registry_url: str, mapping: SubjectMapping, base: Path
+    files: Sequence[Path],
+    *,
+    registry_url: str,
+    mapping: SubjectMapping,
+    base: Path,
+    api_key: str | None = None,
 ) -> list[FileResult]:
     """Ask the registry whether each file is compatible with its subject's versions."""
     results = []
-    with httpx.Client(base_url=registry_url.rstrip("/"), timeout=30) as http:
+    with _client(registry_url, api_key) as http:
         for path in files:
             subject = mapping.rule(path, base).subject
             try:
@@ -157,11 +167,16 @@ def check_against_revision(
 
 
 def register_files(
-    files: Sequence[Path], *, registry_url: str, mapping: SubjectMapping, base: Path
+    files: Sequence[Path],
+    *,
+    registry_url: str,
+    mapping: SubjectMapping,
+    base: Path,
+    api_key: str | None = None,
 ) -> list[tuple[Path, str, int]]:
     """Register each file under its subject; stops at the first refusal."""
     registered = []
-    with httpx.Client(base_url=registry_url.rstrip("/"), timeout=30) as http:
+    with _client(registry_url, api_key) as http:
         for path in files:
             subject = mapping.rule(path, base).subject
             answer = _registry_call(

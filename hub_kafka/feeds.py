@@ -144,6 +144,10 @@ class FeedService:
     def get(self, topic: str) -> Feed:
         return self._feeds.get(topic=topic)
 
+    def find(self, topic: str) -> Feed | None:
+        """The feed of `topic`, or None."""
+        return self._feeds.find(topic=topic)
+
     def list(self, *, owner: TeamName | None = None) -> list[Feed]:
         return self._feeds.list(owner=owner)
 

@@ -11,12 +11,11 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum, unique
 from typing import Any
 
-from registry.cleaning import Change, clean, has_rules
-
 from catalog.types import Feed, FeedKind
 from hub_kafka.producer import Delivery, FeedProducer, OutgoingRecord, TransactionalProducers
 from hub_kafka.topics import TopicName, dlq_topic, key_subject, value_subject
 from registry.avro import AvroSchema
+from registry.cleaning import Change, clean, has_rules
 from registry.errors import ErrorCode, HubError, InvalidRecord
 from registry.serde import encode
 from registry.service import RegistryService
@@ -101,8 +100,11 @@ class Publisher:
     ) -> PublishOutcome:
         """Publish `records`; never raises for a record, answers each one instead."""
         topic = TopicName(feed.topic)
-        value_version = self._registry.version(
-            subject=Subject(value_subject(topic)), version=schema_version
+        subject = Subject(value_subject(topic))
+        value_version = (
+            self._registry.current(subject=subject)
+            if schema_version is None
+            else self._registry.version(subject=subject, version=schema_version)
         )
         value_schema = self._registry.schema(schema_id=value_version.schema_id)
         key_schema = self._key_schema(feed)
@@ -127,9 +129,7 @@ class Publisher:
     def _key_schema(self, feed: Feed) -> tuple[SchemaId, AvroSchema] | None:
         if not feed.key_fields:
             return None
-        latest = self._registry.version(
-            subject=Subject(key_subject(TopicName(feed.topic))), version=None
-        )
+        latest = self._registry.current(subject=Subject(key_subject(TopicName(feed.topic))))
         return latest.schema_id, self._registry.schema(schema_id=latest.schema_id)
 
     def _prepare(

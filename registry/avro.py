@@ -32,7 +32,6 @@ class AvroSchema:
 
     canonical: str
     fingerprint: str
-    normalized_fingerprint: str
     resolved: Any
     parsed: Any = field(repr=False)
     references: tuple[SchemaReference, ...] = ()
@@ -70,12 +69,15 @@ def parse(
         document = normalized(document)
     canonical = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
     refs = tuple(ref for ref, _ in references)
+    # Identity ignores spelling, as Avro's own canonical text does: attribute order, a namespace
+    # given apart or in the full name, `{"type": "int"}` for `"int"`. Docs, defaults and custom
+    # attributes (cleaning rules) stay part of it.
+    identity = _fingerprint(
+        json.dumps(normalized(document), separators=(",", ":"), ensure_ascii=False), refs
+    )
     return AvroSchema(
         canonical=canonical,
-        fingerprint=_fingerprint(canonical, refs),
-        normalized_fingerprint=_fingerprint(
-            json.dumps(normalized(document), separators=(",", ":"), ensure_ascii=False), refs
-        ),
+        fingerprint=identity,
         resolved=resolved,
         parsed=parsed,
         references=refs,

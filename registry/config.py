@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from registry.store import transaction
@@ -28,14 +29,17 @@ class ConfigStore:
 
     def get(self, *, subject: Subject | None) -> Config:
         """The configuration set at exactly this level."""
+        return self.levels(subject=subject)[0]
+
+    def levels(self, *, subject: Subject | None) -> tuple[Config, Config]:
+        """(what is set for `subject`, what is set registry-wide), read in one query."""
+        keys = {subject or _GLOBAL, _GLOBAL}
         with transaction(self._sessions) as session:
-            row = session.get(ConfigRow, subject or _GLOBAL)
-            if row is None:
-                return Config()
-            return Config(
-                compatibility=CompatibilityMode(row.compatibility) if row.compatibility else None,
-                mode=RegistryMode(row.mode) if row.mode else None,
-            )
+            rows = {
+                r.subject: r
+                for r in session.scalars(select(ConfigRow).where(ConfigRow.subject.in_(keys)))
+            }
+        return _config(rows.get(subject or _GLOBAL)), _config(rows.get(_GLOBAL))
 
     def set_compatibility(
         self, *, subject: Subject | None, compatibility: CompatibilityMode | None
@@ -52,9 +56,20 @@ class ConfigStore:
             key = subject or _GLOBAL
             row = session.get(ConfigRow, key, with_for_update=True)
             if row is None:
+                if all(value is None for value in values.values()):
+                    return  # clearing what was never set
                 row = ConfigRow(subject=key)
                 session.add(row)
             for name, value in values.items():
                 setattr(row, name, value)
             if row.compatibility is None and row.mode is None:
                 session.delete(row)
+
+
+def _config(row: ConfigRow | None) -> Config:
+    if row is None:
+        return Config()
+    return Config(
+        compatibility=CompatibilityMode(row.compatibility) if row.compatibility else None,
+        mode=RegistryMode(row.mode) if row.mode else None,
+    )

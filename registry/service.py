@@ -28,6 +28,7 @@ from registry.errors import (
     VersionSoftDeleted,
 )
 from registry.store import SchemaStore
+from registry.ttl import TtlCache
 from registry.types import (
     CompatibilityMode,
     RegisteredSchema,
@@ -84,12 +85,19 @@ class RegistryService:
         *,
         default_compatibility: CompatibilityMode = CompatibilityMode.BACKWARD,
         cache_size: int = 10_000,
+        cache_seconds: float = 5.0,
     ) -> None:
         self._store = store
         self._config = config or ConfigStore(store.sessions)
         self._default_compatibility = default_compatibility
-        # A schema id always names the same schema, so parsed schemas are cached by id.
+        # A schema id always names the same schema, so parsed schemas are cached by id, and
+        # schema text by its own identity. Whether an id is still in use, and which version of
+        # a subject is the latest, can change in any process sharing the database: those
+        # answers are trusted for `cache_seconds`.
         self._schema_by_id = lru_cache(maxsize=cache_size)(self._load_schema)
+        self._parsed = lru_cache(maxsize=1024)(self._parse_uncached)
+        self._in_use: TtlCache[SchemaId, bool] = TtlCache(cache_seconds)
+        self._latest: TtlCache[Subject, RegisteredSchema] = TtlCache(cache_seconds)
 
     # --- schemas -------------------------------------------------------------------------
 
@@ -101,6 +109,11 @@ class RegistryService:
         normalize: bool = False,
     ) -> AvroSchema:
         """Parse schema text, fetching the named types its references point at."""
+        return self._parsed(schema_text, tuple(references), normalize)
+
+    def _parse_uncached(
+        self, schema_text: str, references: tuple[SchemaReference, ...], normalize: bool
+    ) -> AvroSchema:
         resolved = [(ref, self._referenced(ref)) for ref in references]
         schema = parse(schema_text, references=resolved, normalize=normalize)
         validate_rules(schema.resolved)  # cleaning rules are part of the schema's contract
@@ -130,9 +143,7 @@ class RegistryService:
                 f"(subject '{subject}' is in {mode} mode)."
             )
         schema = self.parse(schema_text, references=references, normalize=normalize)
-        existing = self._store.find(
-            subject=subject, schema=schema, normalized=normalize, include_deleted=False
-        )
+        existing = self._store.find(subject=subject, schema=schema, include_deleted=False)
         if existing is not None:
             if schema_id is not None and existing.schema_id != schema_id:
                 raise IdDoesNotMatch(
@@ -190,22 +201,35 @@ class RegistryService:
         include_deleted: bool = False,
     ) -> RegisteredSchema:
         """The version of `subject` holding this schema (40401 no subject, 40403 no such schema)."""
-        if not self._store.versions(subject=subject, include_deleted=include_deleted):
-            raise SubjectNotFound(subject)
         schema = self.parse(schema_text, references=references, normalize=normalize)
-        found = self._store.find(
-            subject=subject, schema=schema, normalized=normalize, include_deleted=include_deleted
-        )
-        if found is None:
-            raise SchemaNotFound.under(subject)
-        return found
+        found = self._store.find(subject=subject, schema=schema, include_deleted=include_deleted)
+        if found is not None:
+            return found
+        if not self._store.subject_exists(subject=subject, include_deleted=include_deleted):
+            raise SubjectNotFound(subject)
+        raise SchemaNotFound.under(subject)
 
     def schema(self, *, schema_id: SchemaId) -> AvroSchema:
         """The parsed schema with id `schema_id`, while a subject version (live or soft-deleted)
-        uses it: 40403 once it is deleted for good."""
-        # Only the parse is cached: any process sharing the database may purge the schema.
-        self._store.get(schema_id=schema_id)
+        uses it: 40403 once it is deleted for good (in another process: within cache_seconds)."""
+        in_use = self._in_use.get(schema_id)
+        if in_use is None:
+            in_use = self._store.is_used(schema_id=schema_id)
+            self._in_use.put(schema_id, in_use)
+        if not in_use:
+            raise SchemaNotFound(schema_id)
         return self._schema_by_id(schema_id)
+
+    def current(self, *, subject: Subject) -> RegisteredSchema:
+        """The latest live version of `subject` as of at most `cache_seconds` ago.
+
+        For hot paths (publishing) that may use a new version a few seconds late.
+        """
+        latest = self._latest.get(subject)
+        if latest is None:
+            latest = self.version(subject=subject, version=None)
+            self._latest.put(subject, latest)
+        return latest
 
     def _load_schema(self, schema_id: SchemaId) -> AvroSchema:
         row, references = self._store.get(schema_id=schema_id)
@@ -291,6 +315,7 @@ class RegistryService:
                 raise SubjectNotSoftDeleted(subject)
             numbers = [v.version for v in all_versions]
             self._store.purge(subject=subject, versions=numbers)
+            self._forget(subject)
             # Clear only what is set: clearing an unset level would have the config store
             # delete a row it never wrote.
             configured = self._config.get(subject=subject)
@@ -305,6 +330,7 @@ class RegistryService:
             self._not_referenced(item)
         numbers = [v.version for v in live]
         self._store.set_deleted(subject=subject, versions=numbers)
+        self._forget(subject)
         return numbers
 
     def delete_version(
@@ -326,12 +352,19 @@ class RegistryService:
             if not target.deleted:
                 raise VersionNotSoftDeleted(subject, target.version)
             self._store.purge(subject=subject, versions=[target.version])
+            self._forget(subject)
             return target.version
         if target.deleted:
             raise VersionSoftDeleted(subject, target.version)
         self._not_referenced(target)
         self._store.set_deleted(subject=subject, versions=[target.version])
+        self._forget(subject)
         return target.version
+
+    def _forget(self, subject: Subject) -> None:
+        """Drop what this process remembers that a deletion under `subject` changed."""
+        self._latest.pop(subject)
+        self._in_use.clear()
 
     def _not_referenced(self, item: RegisteredSchema) -> None:
         users = self._store.referenced_by(subject=item.subject, version=item.version)
@@ -391,13 +424,13 @@ class RegistryService:
         self, *, subject: Subject | None = None, default_to_global: bool = True
     ) -> CompatibilityMode:
         """The level in force for `subject` (or registry-wide)."""
+        own, registry_wide = self._config.levels(subject=subject)
         if subject is not None:
-            own = self._config.get(subject=subject).compatibility
-            if own is not None:
-                return own
+            if own.compatibility is not None:
+                return own.compatibility
             if not default_to_global:
                 raise CompatibilityNotConfigured(subject)
-        return self._config.get(subject=None).compatibility or self._default_compatibility
+        return registry_wide.compatibility or self._default_compatibility
 
     def set_compatibility(self, *, subject: Subject | None, level: str) -> CompatibilityMode:
         parsed = parse_compatibility(level)
@@ -414,13 +447,13 @@ class RegistryService:
         self, *, subject: Subject | None = None, default_to_global: bool = True
     ) -> RegistryMode:
         """The mode in force for `subject` (or registry-wide)."""
+        own, registry_wide = self._config.levels(subject=subject)
         if subject is not None:
-            own = self._config.get(subject=subject).mode
-            if own is not None:
-                return own
+            if own.mode is not None:
+                return own.mode
             if not default_to_global:
                 raise ModeNotConfigured(subject)
-        return self._config.get(subject=None).mode or RegistryMode.READWRITE
+        return registry_wide.mode or RegistryMode.READWRITE
 
     def set_mode(self, *, subject: Subject | None, mode: str, force: bool = False) -> RegistryMode:
         """Set a mode; IMPORT needs an empty subject (or registry) unless `force`."""

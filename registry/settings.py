@@ -30,6 +30,14 @@ class RegistrySettings(BaseSettings):
     pool_size: int = Field(
         default=5, ge=1, description="Connections kept open per process (PostgreSQL)."
     )
+    cache_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        description=(
+            "How long a process trusts what other processes may change: whether a schema id is "
+            "still in use, and a subject's latest version for publishing."
+        ),
+    )
     default_compatibility: CompatibilityMode = Field(
         default=CompatibilityMode.BACKWARD,
         description="Compatibility level of subjects and of the registry when none is set.",

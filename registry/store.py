@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import (
     Engine,
+    Select,
     create_engine,
     delete,
     event,
@@ -118,7 +119,6 @@ class SchemaStore:
                 schema_type=SchemaType.AVRO.value,
                 schema_text=schema.canonical,
                 fingerprint=schema.fingerprint,
-                normalized_fingerprint=schema.normalized_fingerprint,
             )
             session.add(schema_row)
             session.flush()
@@ -183,19 +183,37 @@ class SchemaStore:
             )
             if row is None or used is None:
                 raise SchemaNotFound(schema_id)
-            return row, _references(session, schema_id)
+            return row, _references(session, [schema_id]).get(schema_id, ())
+
+    def is_used(self, *, schema_id: SchemaId) -> bool:
+        """Whether any subject version, live or soft-deleted, still points at `schema_id`."""
+        with self._engine.connect() as connection:
+            used = connection.execute(
+                select(SubjectVersionRow.id)
+                .where(SubjectVersionRow.schema_id == schema_id)
+                .limit(1)
+            ).first()
+        return used is not None
+
+    def subject_exists(self, *, subject: Subject, include_deleted: bool = False) -> bool:
+        """Whether `subject` has a version (a live one unless `include_deleted`)."""
+        query = select(SubjectVersionRow.id).where(SubjectVersionRow.subject == subject)
+        if not include_deleted:
+            query = query.where(SubjectVersionRow.deleted.is_(False))
+        with self._engine.connect() as connection:
+            return connection.execute(query.limit(1)).first() is not None
 
     def find(
-        self, *, subject: Subject, schema: AvroSchema, normalized: bool, include_deleted: bool
+        self, *, subject: Subject, schema: AvroSchema, include_deleted: bool
     ) -> RegisteredSchema | None:
-        """The version of `subject` holding `schema` (by exact or normalized identity)."""
+        """The version of `subject` holding `schema` (by its identity, see `registry.avro`)."""
         with transaction(self._sessions) as session:
-            column = SchemaRow.normalized_fingerprint if normalized else SchemaRow.fingerprint
-            value = schema.normalized_fingerprint if normalized else schema.fingerprint
             query = (
-                select(SubjectVersionRow, SchemaRow)
-                .join(SchemaRow, SchemaRow.id == SubjectVersionRow.schema_id)
-                .where(SubjectVersionRow.subject == subject, column == value)
+                _joined()
+                .where(
+                    SubjectVersionRow.subject == subject,
+                    SchemaRow.fingerprint == schema.fingerprint,
+                )
                 .order_by(SubjectVersionRow.deleted, SubjectVersionRow.version.desc())
             )
             if not include_deleted:
@@ -203,7 +221,8 @@ class SchemaStore:
             found = session.execute(query.limit(1)).first()
             if found is None:
                 return None
-            return _registered(found[0], found[1], _references(session, found[1].id))
+            references = _references(session, [found[1].id]).get(found[1].id, ())
+            return _registered(found[0], found[1], references)
 
     def versions(
         self, *, subject: Subject, include_deleted: bool = False
@@ -211,53 +230,45 @@ class SchemaStore:
         """The versions of `subject`, oldest first."""
         with transaction(self._sessions) as session:
             query = (
-                select(SubjectVersionRow, SchemaRow)
-                .join(SchemaRow, SchemaRow.id == SubjectVersionRow.schema_id)
+                _joined()
                 .where(SubjectVersionRow.subject == subject)
                 .order_by(SubjectVersionRow.version)
             )
             if not include_deleted:
                 query = query.where(SubjectVersionRow.deleted.is_(False))
-            return [
-                _registered(v, s, _references(session, s.id)) for v, s in session.execute(query)
-            ]
+            return _with_references(session, session.execute(query).all())
 
     def get_version(
         self, *, subject: Subject, version: Version | None, include_deleted: bool = False
     ) -> RegisteredSchema:
         """A version of `subject`; `version=None` means the latest live one."""
-        versions = self.versions(subject=subject, include_deleted=True)
-        if not versions or (
-            not include_deleted and all(v.deleted for v in versions) and version is None
-        ):
+        with transaction(self._sessions) as session:
+            query = _joined().where(SubjectVersionRow.subject == subject)
+            if version is None:
+                query = query.where(SubjectVersionRow.deleted.is_(False))
+                query = query.order_by(SubjectVersionRow.version.desc())
+            else:
+                query = query.where(SubjectVersionRow.version == version)
+                if not include_deleted:
+                    query = query.where(SubjectVersionRow.deleted.is_(False))
+            found = session.execute(query.limit(1)).all()
+            if found:
+                return _with_references(session, found)[0]
+        if not self.subject_exists(subject=subject, include_deleted=include_deleted):
             raise SubjectNotFound(subject)
-        if version is None:
-            live = [v for v in versions if not v.deleted]
-            return live[-1]
-        for candidate in versions:
-            if candidate.version == version and (include_deleted or not candidate.deleted):
-                return candidate
-        if not include_deleted and all(v.deleted for v in versions):
-            raise SubjectNotFound(subject)
-        raise VersionNotFound(subject, version)
+        raise VersionNotFound(subject, version if version is not None else "latest")
 
     def list_schemas(
         self, *, prefix: str = "", include_deleted: bool = False
     ) -> list[RegisteredSchema]:
         """Every subject version, by subject then version."""
         with transaction(self._sessions) as session:
-            query = (
-                select(SubjectVersionRow, SchemaRow)
-                .join(SchemaRow, SchemaRow.id == SubjectVersionRow.schema_id)
-                .order_by(SubjectVersionRow.subject, SubjectVersionRow.version)
-            )
+            query = _joined().order_by(SubjectVersionRow.subject, SubjectVersionRow.version)
             if prefix:
                 query = query.where(SubjectVersionRow.subject.startswith(prefix, autoescape=True))
             if not include_deleted:
                 query = query.where(SubjectVersionRow.deleted.is_(False))
-            return [
-                _registered(v, s, _references(session, s.id)) for v, s in session.execute(query)
-            ]
+            return _with_references(session, session.execute(query).all())
 
     def usages(
         self, *, schema_id: SchemaId, include_deleted: bool = False
@@ -265,8 +276,7 @@ class SchemaStore:
         """The subject versions that point at `schema_id`."""
         with transaction(self._sessions) as session:
             query = (
-                select(SubjectVersionRow, SchemaRow)
-                .join(SchemaRow, SchemaRow.id == SubjectVersionRow.schema_id)
+                _joined()
                 .where(SubjectVersionRow.schema_id == schema_id)
                 .order_by(SubjectVersionRow.subject, SubjectVersionRow.version)
             )
@@ -347,16 +357,37 @@ def _advance_id_sequence(session: Session) -> None:
         )
 
 
-def _references(session: Session, schema_id: int) -> tuple[SchemaReference, ...]:
+def _references(
+    session: Session, schema_ids: Sequence[int]
+) -> dict[int, tuple[SchemaReference, ...]]:
+    """The references of several schemas, in one query; schemas without any are left out."""
+    if not schema_ids:
+        return {}
     rows = session.scalars(
         select(SchemaReferenceRow)
-        .where(SchemaReferenceRow.schema_id == schema_id)
-        .order_by(SchemaReferenceRow.position)
+        .where(SchemaReferenceRow.schema_id.in_(set(schema_ids)))
+        .order_by(SchemaReferenceRow.schema_id, SchemaReferenceRow.position)
     )
-    return tuple(
-        SchemaReference(name=r.name, subject=Subject(r.subject), version=Version(r.version))
-        for r in rows
+    found: dict[int, list[SchemaReference]] = {}
+    for r in rows:
+        found.setdefault(r.schema_id, []).append(
+            SchemaReference(name=r.name, subject=Subject(r.subject), version=Version(r.version))
+        )
+    return {schema_id: tuple(refs) for schema_id, refs in found.items()}
+
+
+def _joined() -> Select[SubjectVersionRow, SchemaRow]:
+    """Subject versions with their schemas."""
+    return select(SubjectVersionRow, SchemaRow).join(
+        SchemaRow, SchemaRow.id == SubjectVersionRow.schema_id
     )
+
+
+def _with_references(
+    session: Session, rows: Sequence[tuple[SubjectVersionRow, SchemaRow]]
+) -> list[RegisteredSchema]:
+    references = _references(session, [s.id for _, s in rows])
+    return [_registered(v, s, references.get(s.id, ())) for v, s in rows]
 
 
 def _registered(

@@ -25,7 +25,6 @@ class SchemaRow(Base):
     schema_type: Mapped[str] = mapped_column(String(16), nullable=False)
     schema_text: Mapped[str] = mapped_column(Text, nullable=False)
     fingerprint: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
-    normalized_fingerprint: Mapped[str | None] = mapped_column(String(64), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
 
 
@@ -38,7 +37,7 @@ class SubjectVersionRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     subject: Mapped[str] = mapped_column(String(255), nullable=False, index=True)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
-    schema_id: Mapped[int] = mapped_column(ForeignKey("schemas.id"), nullable=False)
+    schema_id: Mapped[int] = mapped_column(ForeignKey("schemas.id"), nullable=False, index=True)
     deleted: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
 

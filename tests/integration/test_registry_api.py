@@ -2,9 +2,12 @@
 
 import json
 import uuid
+from collections.abc import Callable
 
 import httpx
 import pytest
+
+from tests.support.hub_client import bearer, create_feed, unique_topic
 
 pytestmark = pytest.mark.integration
 
@@ -18,9 +21,9 @@ def _subject() -> str:
     return f"api.t{uuid.uuid4().hex[:8]}-value"
 
 
-def test_register_then_read_back_by_id_and_by_latest_version(api_url: str) -> None:
+def test_register_then_read_back_by_id_and_by_latest_version(api_url: str, admin_key: str) -> None:
     subject = _subject()
-    with httpx.Client(base_url=api_url) as http:
+    with httpx.Client(base_url=api_url, headers=bearer(admin_key)) as http:
         created = http.post(
             f"/subjects/{subject}/versions",
             content=json.dumps({"schema": SCHEMA}),
@@ -64,13 +67,60 @@ def test_register_then_read_back_by_id_and_by_latest_version(api_url: str) -> No
     ],
 )
 def test_errors_have_confluent_codes_and_statuses(
-    api_url: str, method: str, path: str, body: dict | None, status: int, code: int
+    api_url: str, admin_key: str, method: str, path: str, body: dict | None, status: int, code: int
 ) -> None:
     subject = _subject()
-    with httpx.Client(base_url=api_url) as http:
+    with httpx.Client(base_url=api_url, headers=bearer(admin_key)) as http:
         http.post(f"/subjects/{subject}/versions", json={"schema": SCHEMA}).raise_for_status()
         response = http.request(method, path.format(subject=subject), json=body)
     assert response.status_code == status
     answer = response.json()
     assert answer["error_code"] == code
     assert answer["message"]
+
+
+def test_registry_writes_need_a_key_and_a_feeds_subjects_need_its_owner(
+    api_url: str, admin_key: str, team_key: Callable[[str], str]
+) -> None:
+    owner, other = team_key("registry_owner"), team_key("registry_other")
+    topic = unique_topic("reg")
+    create_feed(api_url, owner, topic=topic, schema=json.loads(SCHEMA), owner="registry_owner")
+    v2 = json.dumps({**json.loads(SCHEMA), "fields": [*json.loads(SCHEMA)["fields"],
+                     {"name": "ref", "type": "string", "default": ""}]})  # fmt: skip
+    feed_subject = f"/subjects/{topic}-value/versions"
+
+    anonymous = httpx.post(api_url + feed_subject, json={"schema": v2})
+    assert (anonymous.status_code, anonymous.json()["error_code"]) == (401, 40101)
+    foreign = httpx.post(api_url + feed_subject, json={"schema": v2}, headers=bearer(other))
+    assert (foreign.status_code, foreign.json()["error_code"]) == (403, 40301)
+    assert (
+        httpx.post(api_url + feed_subject, json={"schema": v2}, headers=bearer(owner)).status_code
+        == 200
+    )
+
+    # Subjects of no feed take any valid key; registry-wide settings only an admin key.
+    free = httpx.post(f"{api_url}/subjects/{_subject()}/versions", json={"schema": SCHEMA},
+                      headers=bearer(other))  # fmt: skip
+    assert free.status_code == 200
+    assert (
+        httpx.put(f"{api_url}/mode", json={"mode": "READWRITE"}, headers=bearer(other)).status_code
+        == 403
+    )
+    assert (
+        httpx.put(
+            f"{api_url}/mode", json={"mode": "READWRITE"}, headers=bearer(admin_key)
+        ).status_code
+        == 200
+    )
+    # Reads stay public.
+    assert httpx.get(f"{api_url}/subjects/{topic}-value/versions").json() == [1, 2]
+
+
+def test_put_config_takes_compatibility_level_as_newer_clients_send_it(
+    api_url: str, admin_key: str
+) -> None:
+    subject = _subject()
+    answer = httpx.put(f"{api_url}/config/{subject}", json={"compatibilityLevel": "full"},
+                       headers=bearer(admin_key))  # fmt: skip
+    assert answer.json() == {"compatibility": "FULL"}
+    assert httpx.get(f"{api_url}/config/{subject}").json() == {"compatibilityLevel": "FULL"}

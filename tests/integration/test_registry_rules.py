@@ -699,11 +699,6 @@ def test_every_registry_content_type_is_accepted(http: httpx.Client, content_typ
     assert _ok(http.get(f"/subjects/{subject}/versions", headers={"Accept": content_type})) == [1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hub_api/errors.py renders every error as application/json; Confluent answers errors "
-    "with the registry's media type too. Outside the files this suite may change.",
-)
 def test_error_answers_carry_the_registry_media_type(http: httpx.Client) -> None:
     response = http.get(f"/subjects/{_subject()}/versions")
     assert response.status_code == 404

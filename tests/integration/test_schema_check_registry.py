@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from tests.support.cli import hub
+from tests.support.hub_client import bearer
 
 pytestmark = pytest.mark.integration
 
@@ -16,10 +17,14 @@ def _record(*fields: dict) -> str:
     return json.dumps({"type": "record", "name": "Payment", "fields": list(fields)})
 
 
-def test_check_then_register_against_the_registry(api_url: str, tmp_path: Path) -> None:
+def test_check_then_register_against_the_registry(
+    api_url: str, admin_key: str, tmp_path: Path
+) -> None:
     subject = f"pay.ments_{uuid.uuid4().hex[:8]}-value"
     v1 = _record({"name": "id", "type": "string"})
-    httpx.post(f"{api_url}/subjects/{subject}/versions", json={"schema": v1}).raise_for_status()
+    httpx.post(
+        f"{api_url}/subjects/{subject}/versions", json={"schema": v1}, headers=bearer(admin_key)
+    ).raise_for_status()
     schema_file = tmp_path / "payment.avsc"
     (tmp_path / "subjects.yaml").write_text(f"files:\n  payment.avsc:\n    subject: {subject}\n")
     common = [
@@ -42,7 +47,9 @@ def test_check_then_register_against_the_registry(api_url: str, tmp_path: Path) 
     compatible = hub("schema", "check", *common)
     assert compatible.returncode == 0, compatible.stdout + compatible.stderr
 
-    registered = hub("schema", "register", *common)
+    refused = hub("schema", "register", *common)
+    assert refused.returncode == 2 and "40101" in refused.stderr  # registering needs a key
+    registered = hub("schema", "register", "--key", admin_key, *common)
     assert registered.returncode == 0, registered.stderr
     versions = httpx.get(f"{api_url}/subjects/{subject}/versions").json()
     assert versions == [1, 2]
