@@ -87,8 +87,12 @@ def require_caller(request: Request) -> Principal:
     return principal
 
 
-def require_reader(request: Request) -> Principal | None:
-    """Reads pass when they are public; otherwise any valid key is needed."""
+async def require_reader(request: Request) -> Principal | None:
+    """Reads pass when they are public; otherwise any valid key is needed.
+
+    Async, so public reads skip a thread-pool hop; a key is verified from the cache, and from
+    the database only once per key every HUB_API_KEY_CACHE_SECONDS.
+    """
     settings: ApiSettings = request.app.state.api_settings
     principal = _caller(request)
     if principal is None and not settings.public_reads:

@@ -98,6 +98,7 @@ class RegistryService:
         self._parsed = lru_cache(maxsize=1024)(self._parse_uncached)
         self._in_use: TtlCache[SchemaId, bool] = TtlCache(cache_seconds)
         self._latest: TtlCache[Subject, RegisteredSchema] = TtlCache(cache_seconds)
+        self._found: TtlCache[tuple[Subject, str, bool], RegisteredSchema] = TtlCache(cache_seconds)
 
     # --- schemas -------------------------------------------------------------------------
 
@@ -202,8 +203,14 @@ class RegistryService:
     ) -> RegisteredSchema:
         """The version of `subject` holding this schema (40401 no subject, 40403 no such schema)."""
         schema = self.parse(schema_text, references=references, normalize=normalize)
-        found = self._store.find(subject=subject, schema=schema, include_deleted=include_deleted)
+        key = (subject, schema.fingerprint, include_deleted)
+        found = self._found.get(key)
+        if found is None:
+            found = self._store.find(
+                subject=subject, schema=schema, include_deleted=include_deleted
+            )
         if found is not None:
+            self._found.put(key, found)
             return found
         if not self._store.subject_exists(subject=subject, include_deleted=include_deleted):
             raise SubjectNotFound(subject)
@@ -365,6 +372,7 @@ class RegistryService:
         """Drop what this process remembers that a deletion under `subject` changed."""
         self._latest.pop(subject)
         self._in_use.clear()
+        self._found.clear()
 
     def _not_referenced(self, item: RegisteredSchema) -> None:
         users = self._store.referenced_by(subject=item.subject, version=item.version)

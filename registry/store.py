@@ -207,22 +207,37 @@ class SchemaStore:
         self, *, subject: Subject, schema: AvroSchema, include_deleted: bool
     ) -> RegisteredSchema | None:
         """The version of `subject` holding `schema` (by its identity, see `registry.avro`)."""
-        with transaction(self._sessions) as session:
-            query = (
-                _joined()
-                .where(
-                    SubjectVersionRow.subject == subject,
-                    SchemaRow.fingerprint == schema.fingerprint,
-                )
-                .order_by(SubjectVersionRow.deleted, SubjectVersionRow.version.desc())
+        query = (
+            select(
+                SubjectVersionRow.version,
+                SubjectVersionRow.deleted,
+                SchemaRow.id,
+                SchemaRow.schema_text,
             )
-            if not include_deleted:
-                query = query.where(SubjectVersionRow.deleted.is_(False))
-            found = session.execute(query.limit(1)).first()
-            if found is None:
-                return None
-            references = _references(session, [found[1].id]).get(found[1].id, ())
-            return _registered(found[0], found[1], references)
+            .join(SchemaRow, SchemaRow.id == SubjectVersionRow.schema_id)
+            .where(
+                SubjectVersionRow.subject == subject,
+                SchemaRow.fingerprint == schema.fingerprint,
+            )
+            .order_by(SubjectVersionRow.deleted, SubjectVersionRow.version.desc())
+            .limit(1)
+        )
+        if not include_deleted:
+            query = query.where(SubjectVersionRow.deleted.is_(False))
+        with self._engine.connect() as connection:
+            found = connection.execute(query).first()
+        if found is None:
+            return None
+        version, deleted, schema_id, text = found
+        # The identity covers the references, so the stored schema has the candidate's.
+        return RegisteredSchema(
+            subject=subject,
+            version=Version(version),
+            schema_id=SchemaId(schema_id),
+            schema=text,
+            references=schema.references,
+            deleted=deleted,
+        )
 
     def versions(
         self, *, subject: Subject, include_deleted: bool = False
