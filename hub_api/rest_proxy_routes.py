@@ -316,7 +316,7 @@ def _offset(result: PublishResult) -> PartitionOffsetPublic:
         code = int(result.error_code)
     elif result.error_code is ErrorCode.KAFKA_UNAVAILABLE:
         code = RecordErrorCode.KAFKA_RETRIABLE_ERROR
-    else:
+    else:  # KAFKA_REFUSED, and any other server-side failure
         code = RecordErrorCode.KAFKA_ERROR
     return PartitionOffsetPublic(partition=None, offset=None, error_code=code, error=result.message)
 

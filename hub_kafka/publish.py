@@ -245,9 +245,14 @@ class Publisher:
 def _delivered(delivery: Delivery, cleaned: tuple[Change, ...]) -> PublishResult:
     if delivery.ok:
         return PublishResult(partition=delivery.partition, offset=delivery.offset, cleaned=cleaned)
+    if delivery.retriable:
+        return PublishResult(
+            error_code=ErrorCode.KAFKA_UNAVAILABLE,
+            message=f"Kafka did not acknowledge the record: {delivery.error}. Retry it.",
+        )
     return PublishResult(
-        error_code=ErrorCode.KAFKA_UNAVAILABLE,
-        message=f"Kafka did not acknowledge the record: {delivery.error}",
+        error_code=ErrorCode.KAFKA_REFUSED,
+        message=f"Kafka refused the record: {delivery.error}. Sending it again will not help.",
     )
 
 

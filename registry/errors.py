@@ -55,6 +55,7 @@ class ErrorCode(IntEnum):
     # 5xx: the hub or something it depends on failed
     STORE_ERROR = 50001
     LOCAL_SERVICE_FAILED = 50010
+    KAFKA_REFUSED = 50020
     KAFKA_UNAVAILABLE = 50301
 
     @property
