@@ -1,30 +1,15 @@
 """Feeds in the catalog database."""
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from sqlalchemy import Engine, select
-from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import sessionmaker
 
 from catalog.errors import FeedExists, FeedNotFound, TeamNotFound
 from catalog.tables import FeedRow, TeamRow
 from catalog.types import Feed, FeedKind, TeamName
-from registry.errors import StoreUnavailable
-
-
-@contextmanager
-def transaction(sessions: sessionmaker[Session]) -> Iterator[Session]:
-    """A session in a transaction; database outages become `StoreUnavailable` (50001)."""
-    try:
-        with sessions.begin() as session:
-            yield session
-    except OperationalError as exc:
-        raise StoreUnavailable(
-            f"The hub's database is unavailable: {exc.orig}. "
-            "Check HUB_REGISTRY_DATABASE_URL and that the database is running."
-        ) from exc
+from registry.store import transaction
 
 
 class FeedStore:

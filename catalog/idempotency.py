@@ -7,9 +7,9 @@ from sqlalchemy import Engine, delete
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from catalog.feeds import transaction
 from catalog.tables import IdempotencyRow
 from registry.errors import ErrorCode, TerminalError
+from registry.store import transaction
 
 
 class IdempotencyKeyInUse(TerminalError):

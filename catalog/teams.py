@@ -10,10 +10,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
 from catalog.errors import TeamExists, TeamNotFound
-from catalog.feeds import transaction
 from catalog.tables import ApiKeyRow, TeamRow
 from catalog.types import ApiKey, Principal, Team, TeamName
 from registry.errors import TerminalError
+from registry.store import transaction
 
 _PREFIX = "hub"
 

@@ -8,14 +8,13 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
 
 from hub_api.auth import Caller, require_owner
+from hub_api.batches import parse_batch
 from hub_api.deps import Feeds, Idempotency, Metrics, PublisherDep, Settings
-from hub_api.errors import error_response
 from hub_api.publish_models import ChangePublic, PublishPublic, RecordResultPublic, RecordsIn
 from hub_kafka.publish import IncomingRecord, OnError, PublishOutcome
-from registry.errors import ErrorCode
+from registry.errors import ErrorCode, TerminalError
 from registry.types import Version
 
 router = APIRouter(prefix="/v1", tags=["publish"])
@@ -58,8 +57,6 @@ async def publish_records(
     require_owner(caller, feed.owner, what=f"Feed '{topic}'")
     raw = await request.body()
     body = _parse_body(request, raw, settings.max_records_per_request)
-    if isinstance(body, JSONResponse):
-        return body
     scope = f"{feed.topic}|{caller.key_id}"
     if idempotency_key is not None:
         fingerprint = hashlib.sha256(raw + f"|{on_error}|{atomic}".encode()).hexdigest()
@@ -108,32 +105,17 @@ async def publish_records(
     return JSONResponse(content, status_code=status, headers=headers)
 
 
-def _parse_body(request: Request, raw: bytes, max_records: int) -> RecordsIn | JSONResponse:
+class UnsupportedMediaType(TerminalError):
+    code = ErrorCode.UNSUPPORTED_MEDIA_TYPE
+
+
+def _parse_body(request: Request, raw: bytes, max_records: int) -> RecordsIn:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type not in _JSON_TYPES:
-        return error_response(
-            ErrorCode.UNSUPPORTED_MEDIA_TYPE,
-            f"Content-Type '{content_type or '(none)'}' is not supported; send application/json.",
+        raise UnsupportedMediaType(
+            f"Content-Type '{content_type or '(none)'}' is not supported; send application/json."
         )
-    try:
-        document = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return error_response(ErrorCode.MALFORMED_REQUEST, f"Malformed JSON body: {exc}.")
-    records = document.get("records") if isinstance(document, dict) else None
-    if isinstance(records, list) and len(records) > max_records:
-        return error_response(
-            ErrorCode.TOO_MANY_RECORDS,
-            f"{len(records)} records in one request; the most allowed is {max_records} "
-            "(HUB_API_MAX_RECORDS_PER_REQUEST). Split the batch.",
-        )
-    try:
-        return RecordsIn.model_validate(document)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        return error_response(ErrorCode.MALFORMED_REQUEST, f"Malformed request: {problems}")
+    return parse_batch(raw, RecordsIn, max_records=max_records)
 
 
 def _answer(topic: str, outcome: PublishOutcome) -> tuple[int, dict[str, object]]:

@@ -5,18 +5,17 @@ into natural JSON and go through the one publish path (`Publisher`) under the sc
 request names, so they are checked, cleaned and encoded as every other record is.
 """
 
-import json
 import time
 from dataclasses import dataclass, replace
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
-from pydantic import ValidationError
 
 from catalog.errors import FeedNotFound
 from catalog.types import Feed
 from hub_api.auth import Caller, require_owner
+from hub_api.batches import parse_batch
 from hub_api.deps import Feeds, Metrics, PublisherDep, Registry, Settings
 from hub_api.rest_proxy_models import (
     AVRO_V2_MEDIA_TYPE,
@@ -142,24 +141,9 @@ def _parse_body(request: Request, raw: bytes, max_records: int) -> ProduceReques
             "protobuf and jsonschema embedded formats are not supported).",
         )
     try:
-        document = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise _Refused(ErrorCode.MALFORMED_REQUEST, f"Malformed JSON body: {exc}.") from exc
-    records = document.get("records") if isinstance(document, dict) else None
-    if isinstance(records, list) and len(records) > max_records:
-        raise _Refused(
-            ErrorCode.TOO_MANY_RECORDS,
-            f"{len(records)} records in one request; the most allowed is {max_records} "
-            "(HUB_API_MAX_RECORDS_PER_REQUEST). Split the batch.",
-        )
-    try:
-        body = ProduceRequestIn.model_validate(document)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise _Refused(ErrorCode.MALFORMED_REQUEST, f"Malformed request: {problems}") from exc
+        body = parse_batch(raw, ProduceRequestIn, max_records=max_records)
+    except HubError as exc:
+        raise _Refused(exc.code, exc.message) from exc
     chosen = [i for i, r in enumerate(body.records) if r.partition is not None]
     if chosen:
         raise _Refused(

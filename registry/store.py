@@ -63,7 +63,7 @@ def transaction(sessions: sessionmaker[Session]) -> Iterator[Session]:
             yield session
     except OperationalError as exc:
         raise StoreUnavailable(
-            f"The registry database is unavailable: {exc.orig}. "
+            f"The hub's database is unavailable: {exc.orig}. "
             "Check HUB_REGISTRY_DATABASE_URL and that the database is running."
         ) from exc
 
