@@ -172,7 +172,8 @@ def _enqueue(
 ) -> None:
     def report(err: KafkaError | None, msg: Message) -> None:
         if err is not None:
-            future.set_result(Delivery(error=err.str(), retriable=err.retriable()))
+            retriable = err.retriable() or err.code() in _UNREACHABLE
+            future.set_result(Delivery(error=err.str(), retriable=retriable))
         else:
             future.set_result(Delivery(partition=msg.partition(), offset=msg.offset()))
 
@@ -193,6 +194,23 @@ def _enqueue(
         except KafkaException as exc:
             future.set_result(Delivery(error=str(exc), retriable=False))
             return
+
+
+# Failures that mean "Kafka could not be reached in time", not "Kafka refused the record":
+# librdkafka does not flag them retriable, because it has already retried them itself.
+_UNREACHABLE = frozenset(
+    {
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+    }
+)
 
 
 def _results(futures: Sequence["Future[Delivery]"]) -> list[Delivery]:
