@@ -42,7 +42,7 @@ CLIENTS = 8
 # Shorter than the outage, so that records waiting for the broker are answered as failed.
 DELIVERY_TIMEOUT_MS = 5_000
 STOP_AFTER = 50_000  # records answered before the broker is stopped
-PAUSE_S = 4.0  # between the broker's stop and its start
+PAUSE_S = 6.0  # between the broker's stop and its start: longer than the delivery timeout
 PUBLISH_DEADLINE_S = 150.0
 # Well above the gateway's longest wait (delivery timeout + 5 s): a client timeout would make
 # a record look failed that the gateway may still acknowledge.
@@ -359,10 +359,12 @@ def _read_topic(
             assert time.monotonic() < deadline, f"reading {topic} did not reach {ends}"
             for message in consumer.consume(num_messages=10_000, timeout=1.0):
                 assert message.error() is None, message.error()
-                _schema_id, payload = unframe(message.value())
-                value = fastavro.schemaless_reader(io.BytesIO(payload), parsed, None)
-                records.append((value["id"], message.partition(), message.offset()))
-                next_offset[message.partition()] = message.offset() + 1
+                raw, partition, offset = message.value(), message.partition(), message.offset()
+                assert raw is not None and partition is not None and offset is not None
+                _schema_id, payload = unframe(raw)
+                value: Any = fastavro.schemaless_reader(io.BytesIO(payload), parsed, None)
+                records.append((int(value["id"]), partition, offset))
+                next_offset[partition] = offset + 1
         return records
     finally:
         consumer.close()
