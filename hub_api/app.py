@@ -62,7 +62,9 @@ def create_app(
         admin = TopicAdmin(kafka)
         app.state.engine = engine
         app.state.topic_admin = admin
-        app.state.feeds = FeedService(FeedStore(engine), service, admin)
+        app.state.feeds = FeedService(
+            FeedStore(engine), service, admin, cache_seconds=registry.cache_seconds
+        )
         app.state.keys = KeyVerifier(TeamStore(engine), cache_seconds=api.key_cache_seconds)
         app.state.idempotency = IdempotencyStore(engine)
         log.info(

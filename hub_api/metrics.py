@@ -1,5 +1,6 @@
 """Prometheus metrics of the API: records by outcome and reason, latencies per feed and route."""
 
+import collections
 import time
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -52,15 +53,23 @@ class HubMetrics:
         )
 
     def record_publish(self, feed: str, outcome: PublishOutcome, seconds: float) -> None:
+        """Count a request's records by outcome (one increment per outcome, not per record)."""
         self.publish_seconds.labels(feed).observe(seconds)
+        rejected: collections.Counter[str] = collections.Counter()
+        dead_lettered = 0
         for result in outcome.results:
             if result.ok:
-                self.accepted.labels(feed).inc()
-            elif result.dead_lettered:
-                self.dead_lettered.labels(feed).inc()
+                continue
+            if result.dead_lettered:
+                dead_lettered += 1
             else:
-                reason = result.error_code.name if result.error_code else "UNKNOWN"
-                self.rejected.labels(feed, reason).inc()
+                rejected[result.error_code.name if result.error_code else "UNKNOWN"] += 1
+        if outcome.accepted:
+            self.accepted.labels(feed).inc(outcome.accepted)
+        if dead_lettered:
+            self.dead_lettered.labels(feed).inc(dead_lettered)
+        for reason, count in rejected.items():
+            self.rejected.labels(feed, reason).inc(count)
 
 
 class RequestMetrics:

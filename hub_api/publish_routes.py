@@ -12,8 +12,8 @@ from fastapi.responses import JSONResponse
 from hub_api.auth import Caller, require_owner
 from hub_api.batches import parse_batch
 from hub_api.deps import Feeds, Idempotency, Metrics, PublisherDep, Settings
-from hub_api.publish_models import ChangePublic, PublishPublic, RecordResultPublic, RecordsIn
-from hub_kafka.publish import IncomingRecord, OnError, PublishOutcome
+from hub_api.publish_models import PublishPublic, RecordsIn
+from hub_kafka.publish import IncomingRecord, OnError, PublishOutcome, PublishResult
 from registry.errors import ErrorCode, TerminalError
 from registry.types import Version
 
@@ -53,7 +53,7 @@ async def publish_records(
     the error status of the first failure when none was. A retry with the same
     `Idempotency-Key` gets the first answer and publishes nothing again.
     """
-    feed = await run_in_threadpool(feeds.get, topic)
+    feed = await run_in_threadpool(feeds.current, topic)
     require_owner(caller, feed.owner, what=f"Feed '{topic}'")
     raw = await request.body()
     body = _parse_body(request, raw, settings.max_records_per_request)
@@ -83,6 +83,7 @@ async def publish_records(
                 schema_version=Version(body.schema_version) if body.schema_version else None,
                 on_error=on_error,
                 atomic=atomic,
+                idempotency_key=idempotency_key,
             )
         )
     except BaseException:
@@ -119,31 +120,12 @@ def _parse_body(request: Request, raw: bytes, max_records: int) -> RecordsIn:
 
 
 def _answer(topic: str, outcome: PublishOutcome) -> tuple[int, dict[str, object]]:
-    results = [
-        RecordResultPublic(
-            partition=r.partition,
-            offset=r.offset,
-            error_code=int(r.error_code) if r.error_code is not None else None,
-            message=r.message,
-            path=r.path,
-            dead_lettered=True if r.dead_lettered else None,
-            cleaned=[
-                ChangePublic(path=c.path, rule=str(c.rule), before=c.before, after=c.after)
-                for c in r.cleaned
-            ]
-            or None,
-        )
-        for r in outcome.results
-    ]
+    """The status and body (shaped as `PublishPublic`, documented in the OpenAPI schema).
+
+    Built as plain dicts: per-record models cost more than everything else in the answer.
+    """
+    results = [_result(r) for r in outcome.results]
     handled = sum(1 for r in outcome.results if r.ok or r.dead_lettered)
-    answer = PublishPublic(
-        topic=topic,
-        schema_id=outcome.schema_id,
-        schema_version=outcome.schema_version,
-        accepted=outcome.accepted,
-        rejected=len(results) - outcome.accepted,
-        results=results,
-    )
     if handled == len(results):
         status = 200
     elif handled:
@@ -151,4 +133,28 @@ def _answer(topic: str, outcome: PublishOutcome) -> tuple[int, dict[str, object]
     else:
         first = next(r.error_code for r in outcome.results if r.error_code is not None)
         status = first.http_status
-    return status, answer.model_dump(mode="json", exclude_none=True)
+    return status, {
+        "topic": topic,
+        "schema_id": outcome.schema_id,
+        "schema_version": outcome.schema_version,
+        "accepted": outcome.accepted,
+        "rejected": len(results) - outcome.accepted,
+        "results": results,
+    }
+
+
+def _result(result: PublishResult) -> dict[str, object]:
+    if result.ok:
+        answer: dict[str, object] = {"partition": result.partition, "offset": result.offset}
+    else:
+        answer = {"error_code": int(result.error_code or 0), "message": result.message}
+        if result.path:
+            answer["path"] = result.path
+        if result.dead_lettered:
+            answer["dead_lettered"] = True
+    if result.cleaned:
+        answer["cleaned"] = [
+            {"path": c.path, "rule": str(c.rule), "before": c.before, "after": c.after}
+            for c in result.cleaned
+        ]
+    return answer

@@ -96,7 +96,7 @@ async def produce_avro(
     record could be published because the records were invalid (422, code 42203).
     """
     try:
-        feed = await run_in_threadpool(feeds.get, topic)
+        feed = await run_in_threadpool(feeds.current, topic)
     except FeedNotFound:
         return _error(
             ProxyErrorCode.TOPIC_NOT_FOUND,

@@ -21,6 +21,11 @@ class ApiSettings(BaseSettings):
 
     host: str = Field(default="127.0.0.1", description="Interface the API server binds to.")
     port: int = Field(default=8080, ge=1, le=65535, description="Port of the API server.")
+    workers: int = Field(
+        default=1,
+        ge=1,
+        description="Server processes (`hub api serve`); each is a full, stateless API.",
+    )
     auth: AuthMode = Field(
         default=AuthMode.REQUIRED,
         description=(

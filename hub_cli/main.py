@@ -112,7 +112,18 @@ def api_serve() -> None:
     from hub_api import ApiSettings, create_app
 
     settings = ApiSettings()
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_config=None)
+    if settings.workers > 1:
+        # Each worker process builds its own app from the environment.
+        uvicorn.run(
+            "hub_api.app:create_app",
+            factory=True,
+            host=settings.host,
+            port=settings.port,
+            workers=settings.workers,
+            log_config=None,
+        )
+    else:
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_config=None)
 
 
 @load_app.command("run")

@@ -14,6 +14,7 @@ from hub_kafka.topics import dlq_topic, key_subject, topic_name, value_subject
 from registry.avro import parse
 from registry.errors import SubjectNotFound
 from registry.service import RegistryService
+from registry.ttl import TtlCache
 from registry.types import RegisteredSchema, Subject
 
 log = logging.getLogger(__name__)
@@ -72,10 +73,20 @@ def key_schema(value_schema: Any, key_fields: tuple[str, ...]) -> dict[str, Any]
 class FeedService:
     """Create, describe, change and delete feeds, keeping catalog, Kafka and registry in step."""
 
-    def __init__(self, feeds: FeedStore, registry: RegistryService, admin: TopicAdmin) -> None:
+    def __init__(
+        self,
+        feeds: FeedStore,
+        registry: RegistryService,
+        admin: TopicAdmin,
+        *,
+        cache_seconds: float = 5.0,
+    ) -> None:
         self._feeds = feeds
         self._registry = registry
         self._admin = admin
+        # Publishing looks its feed up on every request; a feed changed or deleted by another
+        # process is seen within `cache_seconds`.
+        self._cached: TtlCache[str, Feed] = TtlCache(cache_seconds)
 
     def create(self, spec: FeedSpec) -> Feed:
         """Validate, register the schemas, create the topics, then record the feed.
@@ -144,6 +155,14 @@ class FeedService:
     def get(self, topic: str) -> Feed:
         return self._feeds.get(topic=topic)
 
+    def current(self, topic: str) -> Feed:
+        """The feed of `topic` as of at most `cache_seconds` ago (for publishing)."""
+        feed = self._cached.get(topic)
+        if feed is None:
+            feed = self._feeds.get(topic=topic)
+            self._cached.put(topic, feed)
+        return feed
+
     def find(self, topic: str) -> Feed | None:
         """The feed of `topic`, or None."""
         return self._feeds.find(topic=topic)
@@ -173,6 +192,7 @@ class FeedService:
             if retention_ms < 1 and retention_ms != -1:
                 raise InvalidFeed("retention_ms must be positive, or -1 to keep records forever.")
             self._admin.alter(topic, config={"retention.ms": str(retention_ms)})
+        self._cached.pop(topic)
         return self._feeds.update(topic=topic, description=description, retention_ms=retention_ms)
 
     def delete(self, topic: str) -> Feed:
@@ -182,5 +202,6 @@ class FeedService:
         self._admin.delete(topic)
         self._admin.delete(dlq_topic(topic_name(topic)))
         self._feeds.delete(topic=topic)
+        self._cached.pop(topic)
         log.info("deleted feed %s", topic)
         return feed

@@ -8,7 +8,6 @@ import logging
 import queue
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Future, wait
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -71,14 +70,12 @@ class FeedProducer:
 
     def produce_many(self, items: Sequence[tuple[str, OutgoingRecord]]) -> list[Delivery]:
         """Send records to their topics and wait for every acknowledgement, in order."""
-        futures: list[Future[Delivery]] = []
-        for topic, record in items:
-            future: Future[Delivery] = Future()
-            futures.append(future)
-            _enqueue(self._producer, topic, record, future)
+        pending = _Pending(len(items))
+        for index, (topic, record) in enumerate(items):
+            _enqueue(self._producer, topic, record, pending, index)
         # delivery.timeout.ms bounds every report; the margin covers the poll interval.
-        wait(futures, timeout=self._settings.delivery_timeout_ms / 1000 + 5)
-        return _results(futures)
+        pending.wait(self._settings.delivery_timeout_ms / 1000 + 5)
+        return pending.deliveries()
 
     def close(self) -> None:
         """Deliver what is queued (bounded by the delivery timeout), then stop the poller."""
@@ -123,13 +120,11 @@ class TransactionalProducers:
         self, producer: Producer, items: Sequence[tuple[str, OutgoingRecord]]
     ) -> list[Delivery]:
         timeout_s = self._settings.delivery_timeout_ms / 1000
-        futures: list[Future[Delivery]] = []
+        pending = _Pending(len(items))
         try:
             producer.begin_transaction()
-            for topic, record in items:
-                future: Future[Delivery] = Future()
-                futures.append(future)
-                _enqueue(producer, topic, record, future)
+            for index, (topic, record) in enumerate(items):
+                _enqueue(producer, topic, record, pending, index)
             producer.commit_transaction(timeout_s)
         except KafkaException as exc:
             error = exc.args[0]
@@ -137,7 +132,7 @@ class TransactionalProducers:
             if error.txn_requires_abort():
                 producer.abort_transaction(timeout_s)
             return _all_failed(items, f"The atomic batch was aborted: {error.str()}")
-        return _results(futures)
+        return pending.deliveries()
 
     def _take(self) -> Producer:
         try:
@@ -167,15 +162,53 @@ class TransactionalProducers:
                 return
 
 
+class _Pending:
+    """The delivery reports of one request's records, and an event set when all are in.
+
+    One per request rather than a Future per record: reports arrive on the poller thread
+    (or a request thread draining a full queue), so a lock guards the count.
+    """
+
+    __slots__ = ("_done", "_lock", "_remaining", "_reports")
+
+    def __init__(self, count: int) -> None:
+        self._reports: list[Delivery | None] = [None] * count
+        self._remaining = count
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        if count == 0:
+            self._done.set()
+
+    def report(self, index: int, delivery: Delivery) -> None:
+        self._reports[index] = delivery
+        with self._lock:
+            self._remaining -= 1
+            finished = self._remaining == 0
+        if finished:
+            self._done.set()
+
+    def wait(self, timeout_s: float) -> None:
+        self._done.wait(timeout_s)
+
+    def deliveries(self) -> list[Delivery]:
+        """Every report, with records Kafka never answered for reported as retriable failures."""
+        return [
+            d
+            if d is not None
+            else Delivery(error="Kafka did not acknowledge the record in time.", retriable=True)
+            for d in self._reports
+        ]
+
+
 def _enqueue(
-    producer: Producer, topic: str, record: OutgoingRecord, future: "Future[Delivery]"
+    producer: Producer, topic: str, record: OutgoingRecord, pending: _Pending, index: int
 ) -> None:
     def report(err: KafkaError | None, msg: Message) -> None:
         if err is not None:
             retriable = err.retriable() or err.code() in _UNREACHABLE
-            future.set_result(Delivery(error=err.str(), retriable=retriable))
+            pending.report(index, Delivery(error=err.str(), retriable=retriable))
         else:
-            future.set_result(Delivery(partition=msg.partition(), offset=msg.offset()))
+            pending.report(index, Delivery(partition=msg.partition(), offset=msg.offset()))
 
     while True:
         try:
@@ -192,7 +225,7 @@ def _enqueue(
             # The local queue is full: let deliveries drain, then try again.
             producer.poll(0.05)
         except KafkaException as exc:
-            future.set_result(Delivery(error=str(exc), retriable=False))
+            pending.report(index, Delivery(error=str(exc), retriable=False))
             return
 
 
@@ -211,15 +244,6 @@ _UNREACHABLE = frozenset(
         KafkaError.NOT_LEADER_FOR_PARTITION,
     }
 )
-
-
-def _results(futures: Sequence["Future[Delivery]"]) -> list[Delivery]:
-    return [
-        f.result()
-        if f.done()
-        else Delivery(error="Kafka did not acknowledge the record in time.", retriable=True)
-        for f in futures
-    ]
 
 
 def _all_failed(items: Sequence[object], message: str) -> list[Delivery]:

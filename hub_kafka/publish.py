@@ -22,6 +22,7 @@ from registry.service import RegistryService
 from registry.types import SchemaId, Subject, Version
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+IDEMPOTENCY_HEADER = "hub.idempotency-key"
 
 
 @unique
@@ -97,8 +98,14 @@ class Publisher:
         schema_version: Version | None = None,
         on_error: OnError = OnError.REJECT,
         atomic: bool = False,
+        idempotency_key: str | None = None,
     ) -> PublishOutcome:
-        """Publish `records`; never raises for a record, answers each one instead."""
+        """Publish `records`; never raises for a record, answers each one instead.
+
+        With an `idempotency_key`, each record carries the header `hub.idempotency-key`
+        (`<key>:<position>`), so a record written twice (a retry after an acknowledgement was
+        lost) is recognisable downstream.
+        """
         topic = TopicName(feed.topic)
         subject = Subject(value_subject(topic))
         value_version = (
@@ -109,10 +116,17 @@ class Publisher:
         value_schema = self._registry.schema(schema_id=value_version.schema_id)
         key_schema = self._key_schema(feed)
         prepared: list[_Prepared | HubError] = []
-        for record in records:
+        for position, record in enumerate(records):
+            marker = (
+                [(IDEMPOTENCY_HEADER, f"{idempotency_key}:{position}".encode())]
+                if idempotency_key is not None
+                else []
+            )
             try:
                 prepared.append(
-                    self._prepare(feed, record, value_schema, value_version.schema_id, key_schema)
+                    self._prepare(
+                        feed, record, value_schema, value_version.schema_id, key_schema, marker
+                    )
                 )
             except HubError as exc:
                 prepared.append(exc)
@@ -139,6 +153,7 @@ class Publisher:
         schema: AvroSchema,
         schema_id: SchemaId,
         key_schema: tuple[SchemaId, AvroSchema] | None,
+        marker: list[tuple[str, bytes]],
     ) -> _Prepared:
         changes: tuple[Change, ...] = ()
         if record.value is None:
@@ -159,7 +174,7 @@ class Publisher:
             record=OutgoingRecord(
                 key=key,
                 value=value,
-                headers=_headers(record.headers),
+                headers=_headers(record.headers) + marker,
                 timestamp_ms=_timestamp_ms(record.timestamp),
             ),
             cleaned=changes,

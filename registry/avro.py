@@ -62,7 +62,7 @@ def parse(
         imported.update(named_types(schema.resolved))
     resolved = _Inliner(imported).inline(document, namespace=None)
     try:
-        parsed = fastavro.parse_schema(resolved, _write_hint=False)
+        parsed = fastavro.parse_schema(resolved, _write_hint=True)
     except (SchemaParseException, UnknownType, ValueError, TypeError, KeyError) as exc:
         raise InvalidSchema(f"Invalid schema: {exc}") from exc
     if normalize:

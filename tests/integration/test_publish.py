@@ -161,7 +161,14 @@ def test_a_retry_with_the_same_idempotency_key_publishes_nothing_twice(
     assert first.status_code == again.status_code == 200
     assert again.json() == first.json()
     assert again.headers["Idempotent-Replayed"] == "true"
-    assert len(read_all(kafka_bootstrap, topic, expected=3, timeout_s=5)) == 3
+    stored = read_all(kafka_bootstrap, topic, expected=3, timeout_s=5)
+    assert len(stored) == 3
+    # Each record names its request and position, so a duplicate is recognisable downstream.
+    assert sorted(dict(m.headers())["hub.idempotency-key"] for m in stored) == [
+        b"batch-0001:0",
+        b"batch-0001:1",
+        b"batch-0001:2",
+    ]
 
     changed = httpx.post(url, json={"records": body["records"][:1]}, headers=headers)
     assert changed.status_code == 422
