@@ -12,13 +12,15 @@ from sqlalchemy.orm import sessionmaker
 from catalog.errors import TeamExists, TeamNotFound
 from catalog.tables import ApiKeyRow, TeamRow
 from catalog.types import ApiKey, Principal, Team, TeamName
-from registry.errors import TerminalError
+from registry.errors import ErrorCode, TerminalError
 from registry.store import transaction
 
 _PREFIX = "hub"
 
 
 class KeyNotFound(TerminalError):
+    code = ErrorCode.KEY_NOT_FOUND
+
     def __init__(self, key_id: str) -> None:
         super().__init__(f"API key '{key_id}' not found.")
 

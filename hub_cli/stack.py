@@ -128,6 +128,7 @@ class LocalStack:
             **os.environ,
             "HUB_KAFKA_BOOTSTRAP_SERVERS": self._kafka.bootstrap_servers,
             "HUB_LOADER_REGISTRY_URL": self.api_url,
+            "HUB_LOADER_REGISTRY_KEY": os.environ.get("HUB_LOADER_REGISTRY_KEY", self._admin_key),
         }
         child = subprocess.Popen(
             [sys.executable, "-m", "hub_cli.main", *args],
@@ -148,7 +149,7 @@ class LocalStack:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
-                if httpx.get(f"{self.api_url}/subjects", timeout=2).status_code == 200:
+                if httpx.get(f"{self.api_url}/healthz", timeout=2).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

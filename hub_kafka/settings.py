@@ -28,9 +28,6 @@ class KafkaSettings(BaseSettings):
     linger_ms: int = Field(
         default=5, ge=0, description="How long the producer waits to fill a batch."
     )
-    default_partitions: int = Field(
-        default=1, ge=1, description="Partitions of a topic the hub creates on first use."
-    )
     broker_home: Path = Field(
         default_factory=lambda: default_home() / "kafka",
         description="State directory of the local broker (data, logs, pid file).",

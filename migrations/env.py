@@ -22,6 +22,12 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     engine = create_store_engine(url)
     with engine.connect() as connection:
+        if connection.dialect.name == "sqlite":
+            # SQLite changes a table by copying it and dropping the old one, which enforced
+            # foreign keys forbid while other tables point at it. Off for the migration only
+            # (a PRAGMA that must run outside a transaction); new connections have them on.
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            connection.commit()  # end the transaction SQLAlchemy began for the PRAGMA
         context.configure(
             connection=connection,
             target_metadata=TARGET_METADATA,

@@ -72,9 +72,7 @@ def parse(
     # Identity ignores spelling, as Avro's own canonical text does: attribute order, a namespace
     # given apart or in the full name, `{"type": "int"}` for `"int"`. Docs, defaults and custom
     # attributes (cleaning rules) stay part of it.
-    identity = _fingerprint(
-        json.dumps(normalized(document), separators=(",", ":"), ensure_ascii=False), refs
-    )
+    identity = fingerprint(document, refs)
     return AvroSchema(
         canonical=canonical,
         fingerprint=identity,
@@ -124,6 +122,13 @@ def _check_structure(node: Any, path: str) -> None:
         _check_structure(node["values"], f"{path}{{}}")
     elif isinstance(kind, dict | list):
         _check_structure(kind, path)
+
+
+def fingerprint(document: Any, references: tuple[SchemaReference, ...] = ()) -> str:
+    """A schema's identity: its normal form and its references, hashed."""
+    return _fingerprint(
+        json.dumps(normalized(document), separators=(",", ":"), ensure_ascii=False), references
+    )
 
 
 def _fingerprint(canonical: str, references: tuple[SchemaReference, ...]) -> str:

@@ -29,6 +29,7 @@ class ErrorCode(IntEnum):
     SUBJECT_MODE_NOT_CONFIGURED = 40409
     FEED_NOT_FOUND = 40420
     TEAM_NOT_FOUND = 40421
+    KEY_NOT_FOUND = 40422
     # 409: a schema the subject's compatibility level rejects (Confluent's number)
     INCOMPATIBLE_SCHEMA = 40901
     FEED_EXISTS = 40920
@@ -45,7 +46,6 @@ class ErrorCode(IntEnum):
     OPERATION_NOT_PERMITTED = 42205
     REFERENCE_EXISTS = 42206
     ID_DOES_NOT_MATCH = 42207
-    INVALID_SUBJECT = 42208
     INVALID_RECORD = 42220
     INVALID_WIRE_FORMAT = 42221
     INVALID_FEED = 42222

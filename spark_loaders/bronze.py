@@ -33,7 +33,7 @@ class BronzeLoader:
         self._spark = spark
         self._settings = settings
         self._kafka = kafka
-        self._registry = RegistryClient(settings.registry_url)
+        self._registry = RegistryClient(settings.registry_url, api_key=settings.registry_key)
         self._checkpoint = settings.checkpoint_dir / QUERY_NAME
         self._txn_app_id = _checkpoint_identity(self._checkpoint)
 

@@ -9,8 +9,11 @@ from spark_loaders.errors import LoaderError
 class RegistryClient:
     """Fetches schemas by id over HTTP; ids are immutable, so answers are cached forever."""
 
-    def __init__(self, base_url: str, *, timeout_s: float = 10.0) -> None:
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s)
+    def __init__(
+        self, base_url: str, *, api_key: str | None = None, timeout_s: float = 10.0
+    ) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s, headers=headers)
         self._by_id: dict[SchemaId, str] = {}
 
     def schema(self, schema_id: SchemaId) -> str | None:
@@ -26,6 +29,11 @@ class RegistryClient:
             ) from exc
         if response.status_code == 404:
             return None
+        if response.status_code in (401, 403):
+            raise LoaderError(
+                f"The registry refused to serve schema {schema_id} ({response.status_code}): "
+                "reads need a key here; set HUB_LOADER_REGISTRY_KEY."
+            )
         response.raise_for_status()
         text: str = response.json()["schema"]
         self._by_id[schema_id] = text

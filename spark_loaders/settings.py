@@ -50,6 +50,10 @@ class LoaderSettings(BaseSettings):
         default="http://127.0.0.1:8080",
         description="Base URL of the schema registry, for writer schemas by id.",
     )
+    registry_key: str | None = Field(
+        default=None,
+        description="API key for the registry, needed when HUB_API_PUBLIC_READS is false.",
+    )
     topic_pattern: str = Field(
         default=DEFAULT_TOPIC_PATTERN,
         description="Java regex of the topics to land; new matching topics are picked up live.",

@@ -9,6 +9,7 @@ Revises: 0003
 Create Date: 2026-11-22
 """
 
+import json
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -21,6 +22,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    _recompute_fingerprints()
     with op.batch_alter_table("schemas") as batch:
         batch.drop_index("ix_schemas_normalized_fingerprint")
         batch.drop_column("normalized_fingerprint")
@@ -32,3 +34,54 @@ def downgrade() -> None:
     with op.batch_alter_table("schemas") as batch:
         batch.add_column(sa.Column("normalized_fingerprint", sa.String(64), nullable=True))
         batch.create_index("ix_schemas_normalized_fingerprint", ["normalized_fingerprint"])
+
+
+def _recompute_fingerprints() -> None:
+    """Give stored schemas the new identity, so registering one again finds it.
+
+    Two stored schemas that differ only in spelling get the same new identity; the older keeps
+    it and the newer keeps its old one (its id and versions stay as they are).
+    """
+    # The identity is the registry's own definition, so the migration uses it rather than a copy.
+    from registry.avro import fingerprint
+    from registry.types import SchemaReference, Subject, Version
+
+    connection = op.get_bind()
+    references: dict[int, list[SchemaReference]] = {}
+    for schema_id, name, subject, version in connection.execute(
+        sa.text(
+            "SELECT schema_id, name, subject, version FROM schema_references "
+            "ORDER BY schema_id, position"
+        )
+    ):
+        references.setdefault(schema_id, []).append(
+            SchemaReference(name=name, subject=Subject(subject), version=Version(version))
+        )
+    rows = connection.execute(
+        sa.text("SELECT id, schema_text, fingerprint FROM schemas ORDER BY id")
+    ).all()
+    identities = {
+        schema_id: fingerprint(json.loads(text), tuple(references.get(schema_id, ())))
+        for schema_id, text, _old in rows
+    }
+    final: dict[int, str] = {}
+    used: set[str] = set()
+    for schema_id, _text, old in rows:
+        chosen = identities[schema_id]
+        if chosen in used:  # a spelling variant of an older schema keeps an identity of its own
+            chosen = (
+                old if old not in used and old not in identities.values() else f"legacy-{schema_id}"
+            )
+        used.add(chosen)
+        final[schema_id] = chosen
+    # Through unique placeholders, so no intermediate state collides on the unique index.
+    for schema_id in final:
+        connection.execute(
+            sa.text("UPDATE schemas SET fingerprint = :fp WHERE id = :id"),
+            {"fp": f"migrating-{schema_id}", "id": schema_id},
+        )
+    for schema_id, value in final.items():
+        connection.execute(
+            sa.text("UPDATE schemas SET fingerprint = :fp WHERE id = :id"),
+            {"fp": value, "id": schema_id},
+        )

@@ -129,3 +129,48 @@ def test_concurrent_registrations_get_distinct_versions_and_shared_ids(
     assert len(by_id) == 25
     assert all(len(versions) == 1 for versions in by_id.values())
     assert sorted(v for (v,) in by_id.values()) == list(range(1, 26))
+
+
+def test_upgrading_keeps_finding_schemas_registered_before_identity_ignored_spelling(
+    database_url: str,
+) -> None:
+    # A schema stored by revision 0003, under its old identity (the hash of its compact text).
+    import hashlib
+
+    from sqlalchemy import text
+
+    migrate.upgrade(database_url, revision="0003")
+    stored = (
+        '{"type":"record","name":"Old","namespace":"legacy",'
+        '"fields":[{"name":"id","type":"string"}]}'
+    )
+    engine = create_store_engine(database_url)
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO schemas (schema_type, schema_text, fingerprint) "
+                "VALUES ('AVRO', :t, :f)"
+            ),
+            {"t": stored, "f": hashlib.sha256(stored.encode()).hexdigest()},
+        )
+        schema_id = connection.execute(text("SELECT max(id) FROM schemas")).scalar_one()
+        connection.execute(
+            text(
+                "INSERT INTO subject_versions (subject, version, schema_id, deleted) "
+                "VALUES ('legacy.old-value', 1, :id, false)"
+            ),
+            {"id": schema_id},
+        )
+    engine.dispose()
+
+    migrate.upgrade(database_url)
+
+    engine = create_store_engine(database_url)
+    service = RegistryService(SchemaStore(engine))
+    respelled = json.dumps(
+        {"namespace": "legacy", "fields": [{"type": "string", "name": "id"}], "name": "Old",
+         "type": "record"}
+    )  # fmt: skip
+    again = service.register(subject=Subject("legacy.old-value"), schema_text=respelled)
+    engine.dispose()
+    assert (again.schema_id, again.version) == (schema_id, 1)
