@@ -4,6 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import Response
+from pydantic import BaseModel
 
 from hub_api.auth import SubjectWriter, require_reader
 from hub_api.deps import Registry
@@ -40,6 +41,12 @@ def _avro_only(body: SchemaCreate) -> None:
         )
 
 
+def _answer(model: BaseModel) -> RegistryJSONResponse:
+    """The model as the answer, serialized once: the two hottest routes skip FastAPI's second
+    validation of their return value (their `response_model` still documents them)."""
+    return RegistryJSONResponse(model.model_dump(by_alias=True, exclude_none=True))
+
+
 def _raw(text: str) -> Response:
     return Response(content=text, media_type=REGISTRY_MEDIA_TYPE)
 
@@ -61,7 +68,7 @@ def lookup_schema(
     registry: Registry,
     normalize: Normalize = False,
     deleted: Deleted = False,
-) -> SubjectVersionPublic:
+) -> RegistryJSONResponse:
     """Which version of the subject holds this schema (40401 no subject, 40403 not under it)."""
     _avro_only(body)
     found = registry.lookup(
@@ -71,7 +78,7 @@ def lookup_schema(
         normalize=normalize,
         include_deleted=deleted,
     )
-    return SubjectVersionPublic.of(found)
+    return _answer(SubjectVersionPublic.of(found))
 
 
 @router.delete("/subjects/{subject}", response_model=list[int])
@@ -184,10 +191,12 @@ def schema_types() -> list[str]:
     response_model_by_alias=True,
     response_model_exclude_none=True,
 )
-def get_schema(schema_id: int, registry: Registry) -> SchemaPublic:
+def get_schema(schema_id: int, registry: Registry) -> RegistryJSONResponse:
     """The schema with this id (soft-deleted schemas still resolve)."""
     schema = registry.schema(schema_id=SchemaId(schema_id))
-    return SchemaPublic(schema_=schema.canonical, references=references_of(schema.references))
+    return _answer(
+        SchemaPublic(schema_=schema.canonical, references=references_of(schema.references))
+    )
 
 
 @router.get("/schemas/ids/{schema_id}/schema", response_class=Response)
