@@ -10,7 +10,6 @@ import shutil
 import statistics
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ import fastavro
 import httpx
 from confluent_kafka import KafkaError, Message, Producer
 
+from bench.servers import api_server
 from catalog.errors import TeamExists
 from catalog.teams import TeamStore
 from catalog.types import TeamName
@@ -102,16 +102,16 @@ def running_stack() -> Iterator[Stack]:
         database = f"sqlite:///{home / 'registry.db'}"
         migrate.upgrade(database)
         _register_team(database)
-        with _api_process(home, database, broker.bootstrap_servers) as (port, pid, log):
+        with api_server(database, bootstrap_servers=broker.bootstrap_servers) as server:
             yield Stack(
-                base_url=f"http://127.0.0.1:{port}",
-                port=port,
+                base_url=server.base_url,
+                port=server.port,
                 bootstrap=broker.bootstrap_servers,
                 kafka=KafkaSettings(bootstrap_servers=broker.bootstrap_servers),
                 database=database,
-                server_pid=pid,
+                server_pid=server.pid,
                 broker_pid=status.pid,
-                server_log=log,
+                server_log=server.log,
             )
     finally:
         broker.stop()
@@ -125,60 +125,6 @@ def _register_team(database: str) -> None:
             TeamStore(engine).register(name=TeamName(TEAM))
     finally:
         engine.dispose()
-
-
-@contextmanager
-def _api_process(home: Path, database: str, bootstrap: str) -> Iterator[tuple[int, int, Path]]:
-    from tests.support.ports import free_port
-
-    port = free_port()
-    log = home / "api.log"
-    env = {
-        **os.environ,
-        "HUB_HOME": str(home),
-        "HUB_API_HOST": "127.0.0.1",
-        "HUB_API_PORT": str(port),
-        "HUB_REGISTRY_DATABASE_URL": database,
-        "HUB_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-        # Measure the gateway, not API key checks (they are cached per key anyway).
-        "HUB_API_AUTH": "disabled",
-    }
-    with log.open("wb") as log_file:  # a file: nobody reads a pipe while the server runs
-        process = subprocess.Popen(
-            [sys.executable, "-m", "hub_cli.main", "api", "serve"],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        _wait_healthy(process, f"http://127.0.0.1:{port}", log)
-        yield port, process.pid, log
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=40)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-
-
-def _wait_healthy(process: subprocess.Popen[bytes], base_url: str, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    with httpx.Client(base_url=base_url, timeout=2.0, trust_env=False) as client:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"the API server exited ({process.returncode}):\n{_tail(log)}")
-            with suppress(httpx.TransportError):
-                if client.get("/healthz").status_code == 200:
-                    return
-            time.sleep(0.2)
-    raise RuntimeError(f"the API server did not answer /healthz in 60 s:\n{_tail(log)}")
-
-
-def _tail(log: Path) -> str:
-    return log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)"
 
 
 def create_feed(stack: Stack) -> int:

@@ -153,8 +153,14 @@ def _children(parent: int) -> list[int]:
 
 
 @contextmanager
-def api_server(database_url: str, *, start_timeout_s: float = 60) -> Iterator[ApiProcess]:
-    """Migrate `database_url`, run `hub api serve` on it in its own process, stop it after."""
+def api_server(
+    database_url: str, *, bootstrap_servers: str = NO_KAFKA, start_timeout_s: float = 60
+) -> Iterator[ApiProcess]:
+    """Migrate `database_url`, run `hub api serve` on it in its own process, stop it after.
+
+    Auth is off: the benchmarks measure the registry and the gateway, not key checks (which are
+    cached per key anyway).
+    """
     from registry import migrate
     from tests.support.ports import free_port
 
@@ -168,8 +174,7 @@ def api_server(database_url: str, *, start_timeout_s: float = 60) -> Iterator[Ap
         "HUB_API_HOST": "127.0.0.1",
         "HUB_API_PORT": str(port),
         "HUB_REGISTRY_DATABASE_URL": database_url,
-        "HUB_KAFKA_BOOTSTRAP_SERVERS": NO_KAFKA,
-        # Registry writes need a team's API key unless auth is off: measure the registry alone.
+        "HUB_KAFKA_BOOTSTRAP_SERVERS": bootstrap_servers,
         "HUB_API_AUTH": "disabled",
     }
     with log.open("wb") as log_file:

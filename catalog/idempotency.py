@@ -53,30 +53,22 @@ class IdempotencyStore:
     def begin(self, *, scope: str, key: str, request_sha256: str) -> StoredAnswer | None:
         """Claim the key for this request, or return the answer a previous one got."""
         now = datetime.now(UTC)
+
+        def claim() -> IdempotencyRow:
+            return IdempotencyRow(
+                scope=scope, idempotency_key=key, request_sha256=request_sha256, created_at=now
+            )
+
         try:
             with transaction(self._sessions) as session:
-                session.add(
-                    IdempotencyRow(
-                        scope=scope,
-                        idempotency_key=key,
-                        request_sha256=request_sha256,
-                        created_at=now,
-                    )
-                )
+                session.add(claim())
             return None
         except IntegrityError:
             pass
         with transaction(self._sessions) as session:
             row = session.get(IdempotencyRow, (scope, key), with_for_update=True)
             if row is None:  # the holder abandoned it in between
-                session.add(
-                    IdempotencyRow(
-                        scope=scope,
-                        idempotency_key=key,
-                        request_sha256=request_sha256,
-                        created_at=now,
-                    )
-                )
+                session.add(claim())
                 return None
             if row.request_sha256 != request_sha256:
                 raise IdempotencyKeyReused(key)
