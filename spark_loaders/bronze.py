@@ -17,6 +17,7 @@ from pyspark.sql.streaming import StreamingQuery
 from hub_kafka.settings import KafkaSettings
 from hub_kafka.topics import TopicName, bronze_table, table_suffix
 from registry.types import SchemaId
+from spark_loaders.comments import TableComments
 from spark_loaders.decode import decode_batch, with_schema_id
 from spark_loaders.schemas import RegistryClient
 from spark_loaders.settings import LoaderSettings
@@ -34,6 +35,7 @@ class BronzeLoader:
         self._settings = settings
         self._kafka = kafka
         self._registry = RegistryClient(settings.registry_url, api_key=settings.registry_key)
+        self._comments = TableComments(spark, self._registry)
         self._checkpoint = settings.checkpoint_dir / QUERY_NAME
         self._txn_app_id = _checkpoint_identity(self._checkpoint)
 
@@ -90,6 +92,7 @@ class BronzeLoader:
                     )
                     table = bronze_table(TopicName(topic))
                     self._append(rows, table, batch_id)
+                    self._comments.apply(table, schema_ids, rows.columns)
                     landed.append(f"{table} +{rows.count()}")
                 if rejected is not None:
                     quarantined = rejected.withColumn("_hub_ingested_at", ingested_at)

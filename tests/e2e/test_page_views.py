@@ -76,7 +76,13 @@ def test_published_page_views_land_in_bronze_exactly_once_with_equal_values(
         assert row["_hub_schema_id"] == schema_id
         assert row["_hub_timestamp"] is not None and row["_hub_ingested_at"] is not None
 
+    described = {
+        r["col_name"]: r["comment"] for r in spark.sql("DESCRIBE bronze.demo_page_views").collect()
+    }
+    assert described["url"] == "Path of the page viewed."
+    assert described["_hub_offset"] == "Kafka offset of the record in its partition."
     detail = spark.sql("DESCRIBE DETAIL bronze.demo_page_views").collect()[0]
+    assert detail["description"] == "A page of the web shop viewed by a visitor."
     assert detail["format"] == "delta"
     assert detail["partitionColumns"] == ["_hub_ingest_date"]
 
