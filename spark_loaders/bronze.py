@@ -75,10 +75,13 @@ class BronzeLoader:
     def _write_batch(self, batch: DataFrame, batch_id: int) -> None:
         batch = with_schema_id(batch).persist()
         try:
-            pairs = batch.select("topic", "_hub_schema_id").distinct().collect()
+            # One job tells which topics and writer schemas the batch holds, and how many records.
+            pairs = batch.groupBy("topic", "_hub_schema_id").count().collect()
             by_topic: dict[str, set[SchemaId]] = {}
+            counts: dict[str, int] = {}
             for row in pairs:
                 ids = by_topic.setdefault(row["topic"], set())
+                counts[row["topic"]] = counts.get(row["topic"], 0) + row["count"]
                 if row["_hub_schema_id"] is not None:
                     ids.add(SchemaId(row["_hub_schema_id"]))
             ingested_at = F.current_timestamp()
@@ -93,7 +96,7 @@ class BronzeLoader:
                     table = bronze_table(TopicName(topic))
                     self._append(rows, table, batch_id)
                     self._comments.apply(table, schema_ids, rows.columns)
-                    landed.append(f"{table} +{rows.count()}")
+                    landed.append(f"{table} <- {counts[topic]} records")
                 if rejected is not None:
                     quarantined = rejected.withColumn("_hub_ingested_at", ingested_at)
                     table = f"quarantine.{table_suffix(TopicName(topic))}"
