@@ -33,9 +33,8 @@ class StackError(LocalServiceFailed):
     """A part of the local stack failed to start or died."""
 
 
-def local_admin_key(database_url: str, path: Path) -> str:
+def local_admin_key(teams: TeamStore, path: Path) -> str:
     """The local hub's admin key: kept in `path` (mode 0600), made anew if missing or revoked."""
-    teams = TeamStore(create_store_engine(database_url))
     if path.exists():
         token = path.read_text().strip()
         if teams.verify(token) is not None:
@@ -47,10 +46,10 @@ def local_admin_key(database_url: str, path: Path) -> str:
     return token
 
 
-def ensure_team(database_url: str, team: TeamName) -> None:
+def ensure_team(teams: TeamStore, team: TeamName) -> None:
     """Create `team` unless it exists."""
     with contextlib.suppress(TeamExists):
-        TeamStore(create_store_engine(database_url)).register(name=team)
+        teams.register(name=team)
 
 
 class LocalStack:
@@ -106,9 +105,14 @@ class LocalStack:
         )
         log.info("migrating the hub's database")
         migrate.upgrade(self._registry.database_url)
-        self._admin_key = local_admin_key(self._registry.database_url, self.admin_key_file)
-        if self._demo:
-            ensure_team(self._registry.database_url, TeamName(demo.TEAM))
+        engine = create_store_engine(self._registry.database_url)
+        try:
+            teams = TeamStore(engine)
+            self._admin_key = local_admin_key(teams, self.admin_key_file)
+            if self._demo:
+                ensure_team(teams, TeamName(demo.TEAM))
+        finally:
+            engine.dispose()
         self._spawn("API server", ["api", "serve"])
         self._wait_for_api()
         self._spawn("loader", ["load", "run"])

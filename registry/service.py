@@ -155,7 +155,7 @@ class RegistryService:
         if importing:
             self._check_import(subject, schema, schema_id, version)
         else:
-            report = self._check_against_subject(subject, schema, version=None)
+            report = self._check_against_subject(subject, schema)
             if not report.compatible:
                 level = self.compatibility(subject=subject, default_to_global=True)
                 raise IncompatibleSchema(
@@ -403,7 +403,7 @@ class RegistryService:
         the versions the subject's level names."""
         schema = self.parse(schema_text, references=references, normalize=normalize)
         if version == "all":
-            return self._check_against_subject(subject, schema, version=None)
+            return self._check_against_subject(subject, schema)
         target = self.version(subject=subject, version=version)
         level = self.compatibility(subject=subject, default_to_global=True)
         single = _NON_TRANSITIVE.get(level, level)
@@ -414,9 +414,7 @@ class RegistryService:
             versions=[target.version],
         )
 
-    def _check_against_subject(
-        self, subject: Subject, schema: AvroSchema, *, version: Version | None
-    ) -> CompatibilityReport:
+    def _check_against_subject(self, subject: Subject, schema: AvroSchema) -> CompatibilityReport:
         level = self.compatibility(subject=subject, default_to_global=True)
         live = self._store.versions(subject=subject)
         return check(

@@ -4,12 +4,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
-from confluent_kafka import DeserializingConsumer
-from confluent_kafka.schema_registry import SchemaRegistryClient
-from confluent_kafka.schema_registry.avro import AvroDeserializer
-from confluent_kafka.serialization import StringDeserializer
 
 from tests.support.hub_client import create_feed, publish, unique_topic
+from tests.support.kafka import read_avro
 
 pytestmark = pytest.mark.integration
 
@@ -44,27 +41,7 @@ def test_confluent_avro_deserializer_decodes_gateway_records_unchanged(
     response = publish(api_url, key, topic, [{"key": v["email"], "value": v} for v in values])
     assert response.status_code == 200
 
-    registry = SchemaRegistryClient({"url": api_url})
-    consumer = DeserializingConsumer(
-        {
-            "bootstrap.servers": kafka_bootstrap,
-            "group.id": f"interop-{topic}",
-            "auto.offset.reset": "earliest",
-            "key.deserializer": StringDeserializer("utf_8"),
-            "value.deserializer": AvroDeserializer(registry),
-        }
-    )
-    consumer.subscribe([topic])
-    received = []
-    try:
-        for _ in range(60):
-            message = consumer.poll(1.0)
-            if message is not None and message.error() is None:
-                received.append((message.key(), message.value()))
-            if len(received) == len(values):
-                break
-    finally:
-        consumer.close()
+    received = read_avro(api_url, kafka_bootstrap, topic, expected=len(values))
 
     expected = [
         (v["email"], {**v, "signed_up_at": datetime.fromtimestamp(v["signed_up_at"] / 1000, UTC)})

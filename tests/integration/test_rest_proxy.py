@@ -8,15 +8,13 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import DeserializingConsumer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
-from confluent_kafka.serialization import Deserializer, StringDeserializer
 
 from registry.wire import unframe
 from tests.support.api_server import serve_api
 from tests.support.hub_client import bearer, create_feed, unique_topic
-from tests.support.kafka import read_all
+from tests.support.kafka import read_all, read_avro
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
@@ -97,39 +95,6 @@ def _produce(
     )
 
 
-def _consume(
-    api_url: str,
-    bootstrap: str,
-    topic: str,
-    *,
-    expected: int,
-    key_deserializer: Deserializer | None = None,
-) -> list[tuple[Any, Any]]:
-    """(key, value) of every record, read with confluent-kafka's Avro deserializer."""
-    registry = SchemaRegistryClient({"url": api_url})
-    consumer = DeserializingConsumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"rest-proxy-{topic}",
-            "auto.offset.reset": "earliest",
-            "key.deserializer": key_deserializer or StringDeserializer("utf_8"),
-            "value.deserializer": AvroDeserializer(registry),
-        }
-    )
-    consumer.subscribe([topic])
-    received = []
-    try:
-        for _ in range(60):
-            message = consumer.poll(1.0)
-            if message is not None and message.error() is None:
-                received.append((message.key(), message.value()))
-            if len(received) == expected:
-                break
-    finally:
-        consumer.close()
-    return received
-
-
 def _latest_id(api_url: str, subject: str) -> int:
     response = httpx.get(f"{api_url}/subjects/{subject}/versions/latest")
     assert response.status_code == 200, response.text
@@ -170,7 +135,7 @@ def test_a_rest_proxy_client_produces_with_value_schema_then_with_its_id(
     assert again.status_code == 200, again.text
     assert again.json()["value_schema_id"] == answer["value_schema_id"]
 
-    received = _consume(api_url, kafka_bootstrap, topic, expected=3)
+    received = read_avro(api_url, kafka_bootstrap, topic, expected=3)
     assert sorted(received, key=lambda kv: kv[1]["vehicle"]) == [
         ("v0", _decoded(0)),
         (None, _decoded(1, driver="ann")),
@@ -289,7 +254,7 @@ def test_keyed_feeds_take_avro_json_keys_and_tombstones(
     assert tombstone.json()["value_schema_id"] is None
 
     registry = SchemaRegistryClient({"url": api_url})
-    received = _consume(
+    received = read_avro(
         api_url, kafka_bootstrap, topic, expected=3, key_deserializer=AvroDeserializer(registry)
     )
     assert sorted(received, key=lambda kv: (kv[0]["vehicle"], kv[1] is None)) == [
