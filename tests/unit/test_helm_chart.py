@@ -1,0 +1,95 @@
+"""The Helm chart stays in step with the code it deploys.
+
+Kubernetes would start the pods happily with a misspelt variable or a renamed command and the hub
+would run on defaults or crash-loop; these tests catch that drift here instead.
+"""
+
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+import typer
+import yaml
+from pydantic_settings import BaseSettings
+
+from connectors.settings import ConnectSettings
+from hub_api.settings import ApiSettings
+from hub_cli.main import app
+from hub_kafka.settings import KafkaSettings
+from registry.settings import RegistrySettings
+from spark_loaders.analyst_settings import AnalystSettings
+from spark_loaders.settings import LoaderSettings
+
+pytestmark = pytest.mark.unit
+
+CHART = Path(__file__).resolve().parents[2] / "helm" / "integration-hub"
+SETTINGS: list[type[BaseSettings]] = [
+    RegistrySettings,
+    KafkaSettings,
+    ApiSettings,
+    LoaderSettings,
+    ConnectSettings,
+    AnalystSettings,
+]
+# Read directly from the environment by the logging setup, not by a settings class.
+LOGGING_VARIABLES = {"HUB_LOG_FORMAT", "HUB_LOG_LEVEL"}
+
+
+def _known_variables() -> set[str]:
+    known = set(LOGGING_VARIABLES)
+    for settings in SETTINGS:
+        prefix = settings.model_config.get("env_prefix", "")
+        known.update(f"{prefix}{field}".upper() for field in settings.model_fields)
+    return known
+
+
+def _env_maps(values: Any) -> list[dict[str, Any]]:
+    """Every `env:` map in the values, at any depth."""
+    found: list[dict[str, Any]] = []
+    if isinstance(values, dict):
+        for key, value in values.items():
+            if key == "env" and isinstance(value, dict):
+                found.append(value)
+            else:
+                found.extend(_env_maps(value))
+    elif isinstance(values, list):
+        for item in values:
+            found.extend(_env_maps(item))
+    return found
+
+
+def _values() -> dict[str, Any]:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert isinstance(values, dict)
+    return values
+
+
+def test_every_hub_variable_the_chart_sets_is_read_by_a_settings_class() -> None:
+    names = {name for env in _env_maps(_values()) for name in env}
+    for template in (CHART / "templates").glob("*"):
+        names.update(re.findall(r"name: (HUB_[A-Z0-9_]+)", template.read_text()))
+
+    assert names, "the chart sets no HUB_ variables at all"
+    assert names - _known_variables() == set()
+
+
+def test_every_command_the_pods_run_exists_in_the_hub_cli() -> None:
+    commands = [
+        re.findall(r'"([^"]+)"', match)
+        for template in (CHART / "templates").glob("*.yaml")
+        for match in re.findall(r"args: \[(.*)\]", template.read_text())
+    ]
+    assert len(commands) >= 5
+    group = typer.main.get_command(app)
+    for args in commands:
+        assert args[0] == "hub"
+        command: click.Command = group
+        for word in args[1:]:
+            if not isinstance(command, click.Group):
+                break
+            sub = command.get_command(click.Context(command), word)
+            assert sub is not None, f"`{' '.join(args)}`: no command {word!r}"
+            command = sub
+        assert not isinstance(command, click.Group), f"`{' '.join(args)}` names a group"
