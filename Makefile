@@ -30,15 +30,28 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(BIN)/uv pip install --python $(BIN)/python --no-deps -e .
 	@touch $@
 
-$(JARS)/.fetched: jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-connectors/pom.xml
-	@echo "==> JVM jars from Maven Central into $(JARS) (Kafka broker; Delta, Kafka and Avro for Spark)"
+$(JARS)/.fetched: jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-connectors/pom.xml jvm/metastore/pom.xml
+	@echo "==> JVM jars from Maven Central into $(JARS) (Kafka broker; Delta, Kafka and Avro for Spark; Derby metastore server)"
 	@java -version 2>&1 | head -1
-	rm -rf $(JARS)/kafka $(JARS)/spark
+	rm -rf $(JARS)/kafka $(JARS)/spark $(JARS)/metastore
 	mvn -B -ntp -s jvm/settings.xml -f jvm/pom.xml package -Dhub.jars.dir=$(JARS)
 	@touch $@
 
 .PHONY: jars
 jars: $(JARS)/.fetched ## Fetch the JVM jars (Kafka broker, Delta, spark-sql-kafka, spark-avro)
+
+.PHONY: bench-jars
+bench-jars: ## Fetch Debezium + Kafka Connect jars for bench/cdc.py (not needed by setup or CI)
+	mvn -B -ntp -s jvm/settings.xml -f jvm/debezium/pom.xml package -Dhub.jars.dir=$(JARS)
+
+HELM_VERSION := v3.17.3
+.PHONY: helm-lint
+helm-lint: ## Build helm from the Go module proxy, then lint and render the chart (not needed by CI)
+	@command -v helm >/dev/null || test -x $$(go env GOPATH)/bin/helm || \
+	  go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	$$(command -v helm || echo $$(go env GOPATH)/bin/helm) lint helm/integration-hub
+	$$(command -v helm || echo $$(go env GOPATH)/bin/helm) template hub helm/integration-hub \
+	  --set analyst.enabled=true >/dev/null
 
 .PHONY: postgres
 postgres: ## Install the PostgreSQL server from Debian packages when missing
@@ -79,6 +92,7 @@ lock: ## Re-resolve requirements.lock from pyproject.toml
 	$(BIN)/uv pip compile pyproject.toml --extra dev --python $(BIN)/python -o requirements.lock
 
 .PHONY: clean
-clean: ## Stop the local broker and remove local state (keeps the jars and the venv)
+clean: ## Stop the local broker and metastore server, remove local state (keeps the jars and the venv)
 	-$(BIN)/hub kafka stop
+	-$(BIN)/hub metastore stop
 	rm -rf $(HUB_HOME)/kafka $(HUB_HOME)/warehouse $(HUB_HOME)/metastore $(HUB_HOME)/checkpoints $(HUB_HOME)/logs $(HUB_HOME)/registry.db*

@@ -587,4 +587,19 @@ def _report(
         f"{TARGET_RATIO:.0%} of the ceiling (best client count per batch): "
         f"{'PASS' if passed else 'FAIL'} ({detail or 'no such batch measured'})"
     )
+    large = [
+        _median_sample(runs).server_us_per_record
+        for (batch, _clients), runs in samples.items()
+        if batch >= TARGET_MIN_BATCH
+    ]
+    if large:
+        # Records per second also depend on what else the cores run (the broker, the load
+        # generator, other work: `cores` above); CPU per record does not, so say both.
+        server_us = min(large)
+        _say(
+            f"CPU per record at batches of {TARGET_MIN_BATCH} or more (best row): server "
+            f"{server_us:.1f} us, ceiling producer {producer_us:.1f} us, "
+            f"{server_us / producer_us:.2f} x; a server with a core of its own would reach at most "
+            f"{producer_us / server_us:.2f} of a ceiling that also has one"
+        )
     return passed

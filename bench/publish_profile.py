@@ -29,25 +29,24 @@ from typing import Any, ClassVar, cast
 
 import fastapi.dependencies.utils
 import fastapi.routing
-import fastavro
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from pydantic_core import to_json
 from starlette.types import Message
 
 from bench.publish_bench import TOPIC, Load, Stack, _run_clients, prepared_requests, reading
 from hub_api import ApiSettings, create_app, publish_routes
-from hub_api.publish_models import RecordsIn
+from hub_api.batches import load_json, plain_records
 from hub_api.settings import AuthMode
 from hub_cli.logs import configure_logging
 from hub_kafka import producer as producer_module
 from hub_kafka import publish as publish_module
-from hub_kafka.publish import IncomingRecord, OnError, Publisher, PublishOutcome
+from hub_kafka.publish import OnError, Publisher, PublishOutcome, PublishResult
 from hub_kafka.settings import KafkaSettings
-from registry.serde import to_datum
+from hub_kafka.topics import TopicName
+from registry.compiled import compiled
 from registry.settings import RegistrySettings
 from registry.types import Subject
-from registry.wire import frame
 
 BATCHES = (1, 100, 500, 1000)
 STEP_BUDGET_S = 2.0  # per batch size, for the step timings
@@ -101,53 +100,48 @@ def _time_steps(app: FastAPI, batch: int) -> dict[str, float]:
         if time.monotonic() > deadline and samples:
             break
         clock = _Clock(samples)
-        with clock("json.loads (body)"):
-            document = json.loads(raw)
-        with clock("RecordsIn.model_validate (pydantic)"):
-            body = RecordsIn.model_validate(document)
-        with clock("IncomingRecord objects"):
-            records = [
-                IncomingRecord(value=r.value, key=r.key, headers=r.headers, timestamp=r.timestamp)
-                for r in body.records
-            ]
+        with clock("load_json (body, pydantic-core)"):
+            document = load_json(raw)
+        with clock("plain_records (IncomingRecord objects)"):
+            plain = plain_records(document)
+            assert plain is not None
+            records = plain[0]
         with clock("lookup: FeedService.get (SQL)"):
             feed = feeds.get(TOPIC)
         with clock("lookup: the latest schema version"):
             subject = Subject(f"{TOPIC}-value")
-            if hasattr(registry, "current"):  # the cached lookup Publisher.publish uses
-                version = registry.current(subject=subject)
-            else:
-                version = registry.version(subject=subject, version=None)
+            version = registry.current(subject=subject)
         with clock("lookup: RegistryService.schema (SQL + cached parse)"):
             schema = registry.schema(schema_id=version.schema_id)
-        with clock("  to_datum (natural JSON -> Avro datum)"):
-            datums = [to_datum(r.value, schema.resolved) for r in records]
+        converter = compiled(schema)
+        with clock("  compiled clean_to_datum (natural JSON -> datum)"):
+            datums = [converter.clean_to_datum(r.value)[0] for r in records]
         with clock("  fastavro.schemaless_writer + frame"):
             for datum in datums:
-                buffer = io.BytesIO()
-                fastavro.schemaless_writer(buffer, schema.parsed, datum)
-                frame(version.schema_id, buffer.getvalue())
-        with clock("Publisher._prepare (all of it, incl. the 2 above)"):
-            key_schema = publisher._key_schema(feed)
-            prepared = [
-                publisher._prepare(feed, r, schema, version.schema_id, key_schema, [])
-                for r in records
-            ]
+                converter.encode(datum, version.schema_id)
+        with clock("_prepare (all of it, incl. the 2 above)"):
+            values = publish_module._ValueCodec(
+                feed, TopicName(TOPIC), converter, version.schema_id
+            )
+            keys = publisher._key_codec(feed)
+            prepared = [publish_module._prepare(r, values, keys, None) for r in records]
         producer = publisher._producer
         pending = producer_module._Pending(len(prepared))
         cpu_before = time.process_time()
         with clock("produce: Producer.produce per record"):
-            for index, item in enumerate(prepared):
-                producer_module._enqueue(producer._producer, TOPIC, item.record, pending, index)
+            for index, (record, _changes) in enumerate(prepared):
+                producer_module._send(producer._producer, *record, pending.report, pending, index)
         with clock("produce: wait for acks (wall: linger + broker)"):
             pending.wait(60)
         samples.setdefault("produce: CPU of all threads, enqueue to last ack", []).append(
             time.process_time() - cpu_before
         )
-        with clock("Delivery -> PublishResult"):
+        with clock("report -> PublishResult"):
             results = [
-                publish_module._delivered(d, p.cleaned)
-                for d, p in zip(pending.deliveries(), prepared, strict=True)
+                PublishResult(partition=r[0], offset=r[1], cleaned=changes)
+                if isinstance(r, tuple)
+                else publish_module._delivered(r, changes)
+                for r, (_record, changes) in zip(pending.reports(), prepared, strict=True)
             ]
             outcome = PublishOutcome(
                 schema_id=version.schema_id, schema_version=version.version, results=results
@@ -156,8 +150,8 @@ def _time_steps(app: FastAPI, batch: int) -> dict[str, float]:
             metrics.record_publish(TOPIC, outcome, 0.0)
         with clock("_answer: plain dicts"):
             _status, content = publish_routes._answer(TOPIC, outcome)
-        with clock("JSONResponse render (json.dumps)"):
-            JSONResponse(content)
+        with clock("render (pydantic-core to_json)"):
+            to_json(content)
         with clock("the route's whole path (sequential, no HTTP)"):
             _route_path(publisher, feeds, metrics, raw, settings.max_records_per_request)
     return {name: statistics.median(values) * 1e6 / batch for name, values in samples.items()}
@@ -168,19 +162,11 @@ def _route_path(
 ) -> None:
     """What the route does for a request without an idempotency key, minus the hand-offs."""
     feed = feeds.get(TOPIC)
-    body = publish_routes._parse_body(cast(Request, _JsonRequest()), raw, max_records)
-    assert isinstance(body, RecordsIn), body
-    outcome = publisher.publish(
-        feed,
-        [
-            IncomingRecord(value=r.value, key=r.key, headers=r.headers, timestamp=r.timestamp)
-            for r in body.records
-        ],
-        on_error=OnError.REJECT,
-    )
+    records, _version = publish_routes._parse_body(cast(Request, _JsonRequest()), raw, max_records)
+    outcome = publisher.publish(feed, records, on_error=OnError.REJECT)
     metrics.record_publish(TOPIC, outcome, 0.0)
     _status, content = publish_routes._answer(TOPIC, outcome)
-    JSONResponse(content)
+    to_json(content)
 
 
 class _JsonRequest:
@@ -269,23 +255,20 @@ _KEY_FUNCTIONS = (
     (("uvicorn/", "run_asgi"), "uvicorn: one request through the app"),
     (("hub_api/metrics.py", "__call__"), "  RequestMetrics middleware (all inside)"),
     (("publish_routes.py", "publish_records"), "    the route, all of it"),
-    (("publish_routes.py", "_parse_body"), "      parse: json.loads + pydantic"),
-    (("pydantic/main.py", "model_validate"), "        RecordsIn.model_validate"),
+    (("publish_routes.py", "_parse_body"), "      parse: load_json + plain_records"),
     (("hub_kafka/feeds.py", "get"), "      FeedService.get (SQL)"),
     (("hub_kafka/publish.py", "publish"), "      Publisher.publish"),
     (("registry/service.py", "current"), "        RegistryService.current"),
     (("registry/service.py", "version"), "        RegistryService.version (SQL)"),
     (("registry/service.py", "schema"), "        RegistryService.schema (SQL)"),
     (("hub_kafka/publish.py", "_prepare"), "        _prepare (per record)"),
-    (("registry/serde.py", "encode"), "          serde.encode"),
-    (("registry/serde.py", "to_datum"), "            to_datum"),
+    (("registry/compiled.py", "clean_to_datum"), "          compiled clean_to_datum"),
+    (("registry/compiled.py", "encode"), "          CompiledSchema.encode"),
     # fastavro's writer is Cython, invisible to cProfile: it is part of encode's own time.
-    (("hub_kafka/producer.py", "produce_many"), "        FeedProducer.produce_many"),
-    (("hub_kafka/producer.py", "_enqueue"), "          _enqueue (Future + produce)"),
-    (("concurrent/futures/_base.py", "wait"), "          concurrent.futures.wait"),
+    (("hub_kafka/producer.py", "produce_encoded"), "        FeedProducer.produce_encoded"),
+    (("hub_kafka/producer.py", "_send"), "          _send (callback + produce)"),
     (("hub_api/metrics.py", "record_publish"), "      metrics.record_publish"),
-    (("publish_routes.py", "_answer"), "      _answer (result models + dump)"),
-    (("starlette/responses.py", "render"), "      JSONResponse.render"),
+    (("publish_routes.py", "_answer"), "      _answer (plain dicts)"),
     (("logging/__init__.py", "handle"), "uvicorn access log (Logger.handle)"),
 )
 

@@ -9,8 +9,11 @@ from fastapi import FastAPI
 from catalog.feeds import FeedStore
 from catalog.idempotency import IdempotencyStore
 from catalog.teams import TeamStore
+from connectors.control import ControlPlane
+from connectors.settings import ConnectSettings
 from hub_api import (
     config_routes,
+    connector_routes,
     feed_routes,
     health_routes,
     publish_routes,
@@ -62,6 +65,9 @@ def create_app(
         admin = TopicAdmin(kafka)
         app.state.engine = engine
         app.state.topic_admin = admin
+        app.state.connectors = ControlPlane(
+            ConnectSettings(), kafka, admin=admin, producer=producer
+        )
         app.state.feeds = FeedService(
             FeedStore(engine), service, admin, cache_seconds=registry.cache_seconds
         )
@@ -96,4 +102,5 @@ def create_app(
     app.include_router(feed_routes.router)
     app.include_router(publish_routes.router)
     app.include_router(rest_proxy_routes.router)
+    app.include_router(connector_routes.router)
     return app

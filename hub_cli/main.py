@@ -2,15 +2,17 @@
 
 import json
 import logging
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from hub_cli import analyst_commands
+from hub_cli.connect_commands import connect_app
+from hub_cli.load_commands import load_app
 from hub_cli.logs import configure_logging
+from hub_cli.warehouse_commands import warehouse_app
 from registry.errors import HubError
 
 if TYPE_CHECKING:
@@ -26,7 +28,6 @@ app = typer.Typer(
 kafka_app = typer.Typer(help="The local single-node Kafka broker (KRaft).", no_args_is_help=True)
 db_app = typer.Typer(help="The registry database.", no_args_is_help=True)
 api_app = typer.Typer(help="The API server (registry + publish gateway).", no_args_is_help=True)
-load_app = typer.Typer(help="The Spark loaders.", no_args_is_help=True)
 team_app = typer.Typer(help="Teams, which own feeds.", no_args_is_help=True)
 key_app = typer.Typer(help="API keys of teams (and admin keys).", no_args_is_help=True)
 schema_app = typer.Typer(
@@ -39,6 +40,9 @@ app.add_typer(load_app, name="load")
 app.add_typer(schema_app, name="schema")
 app.add_typer(team_app, name="team")
 app.add_typer(key_app, name="key")
+analyst_commands.register(app)  # sql, metastore, analyst
+app.add_typer(connect_app, name="connect")
+app.add_typer(warehouse_app, name="warehouse")
 
 
 @app.callback()
@@ -51,11 +55,14 @@ def up(
     demo: Annotated[
         bool, typer.Option(help="Create demo feeds and keep publishing to them.")
     ] = False,
+    analyst: Annotated[
+        bool, typer.Option(help="Also serve the tables over JDBC/ODBC (`hub analyst serve`).")
+    ] = False,
 ) -> None:
-    """Run the whole local stack: Kafka, the API server and the loader, until Ctrl-C."""
+    """Run the whole local stack: Kafka, the metastore, the API server and the loader."""
     from hub_cli.stack import LocalStack
 
-    LocalStack(demo_feeds=demo).run()
+    LocalStack(demo_feeds=demo, analyst_server=analyst).run()
 
 
 @kafka_app.command("start")
@@ -124,30 +131,6 @@ def api_serve() -> None:
         )
     else:
         uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_config=None)
-
-
-@load_app.command("run")
-def load_run() -> None:
-    """Land every hub topic continuously in bronze Delta tables, until SIGTERM or Ctrl-C."""
-    from hub_kafka.settings import KafkaSettings
-    from spark_loaders import BronzeLoader, LoaderSettings, build_session, stop_between_batches
-
-    settings = LoaderSettings()
-    spark = build_session(settings)
-    query = BronzeLoader(spark, settings, KafkaSettings()).start()
-    stop = threading.Event()
-    for stop_signal in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop_signal, lambda *_: stop.set())
-    try:
-        while not stop.is_set() and query.isActive:
-            stop.wait(1.0)
-    finally:
-        log.info("stopping the loader after its current batch")
-        stop_between_batches(query)
-        spark.stop()
-    if query.exception() is not None:
-        log.error("the loader stopped on an error: %s", query.exception())
-        raise typer.Exit(1)
 
 
 SchemaPaths = Annotated[
@@ -338,21 +321,6 @@ def key_list(
         owner = "admin" if key.admin else f"team {key.team}"
         state = f"revoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "active"
         typer.echo(f"{key.key_id}  {owner}  created {key.created_at:%Y-%m-%d %H:%M}  {state}")
-
-
-@app.command()
-def sql(
-    query: Annotated[str, typer.Argument(help="A Spark SQL statement.")],
-    limit: Annotated[int, typer.Option(help="Rows to show at most.")] = 50,
-) -> None:
-    """Run one Spark SQL statement on the hub's metastore and print the result."""
-    from spark_loaders import LoaderSettings, build_session
-
-    spark = build_session(LoaderSettings(), app_name="hub-sql")
-    try:
-        spark.sql(query).show(limit, truncate=False)
-    finally:
-        spark.stop()
 
 
 def run() -> None:

@@ -1,4 +1,4 @@
-"""`hub up`: the whole local stack (Kafka, API, loader) on the embedded default, until Ctrl-C."""
+"""`hub up`: the whole local stack (Kafka, metastore, API, loader) on one machine, until Ctrl-C."""
 
 import contextlib
 import logging
@@ -17,6 +17,7 @@ from catalog.teams import TeamStore
 from catalog.types import TeamName
 from hub_api.settings import ApiSettings
 from hub_cli import demo
+from hub_cli.warehouse_commands import demo_model
 from hub_kafka.local_broker import LocalBroker
 from hub_kafka.settings import KafkaSettings
 from hub_kafka.topics import TopicName, bronze_table
@@ -24,6 +25,9 @@ from registry import migrate
 from registry.errors import LocalServiceFailed
 from registry.settings import RegistrySettings, default_home
 from registry.store import create_store_engine
+from spark_loaders import metastore
+from spark_loaders.analyst_settings import AnalystSettings
+from spark_loaders.metastore import MetastoreKind, MetastoreServer, metastore_kind
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
@@ -55,16 +59,20 @@ def ensure_team(teams: TeamStore, team: TeamName) -> None:
 class LocalStack:
     """Starts the parts in dependency order and stops them in reverse."""
 
-    def __init__(self, *, demo_feeds: bool) -> None:
+    def __init__(self, *, demo_feeds: bool, analyst_server: bool = False) -> None:
         self._demo = demo_feeds
+        self._analyst_server = analyst_server
         self._kafka = KafkaSettings()
         self._api = ApiSettings()
         self._registry = RegistrySettings()
         self._loader = LoaderSettings()
         self._broker = LocalBroker(self._kafka)
+        self._metastore = MetastoreServer(self._loader)
+        self._analyst = AnalystSettings()
         self._children: list[tuple[str, subprocess.Popen[bytes]]] = []
         self._stop = threading.Event()
         self._started_broker = False
+        self._started_metastore = False
         self._admin_key = ""
 
     @property
@@ -115,7 +123,12 @@ class LocalStack:
             engine.dispose()
         self._spawn("API server", ["api", "serve"])
         self._wait_for_api()
-        self._spawn("loader", ["load", "run"])
+        self._start_metastore()
+        # With the demo, the loader also keeps the demo star schema (gold) built.
+        loader_args = ["--warehouse", str(demo_model())] if self._demo else []
+        self._spawn("loader", ["load", "run", *loader_args])
+        if self._analyst_server:
+            self._spawn("analyst server", ["analyst", "serve"])
         if self._demo:
             demo.create_feeds(self.api_url, self._admin_key)
             threading.Thread(
@@ -124,6 +137,14 @@ class LocalStack:
                 daemon=True,
             ).start()
         self._print_welcome()
+
+    def _start_metastore(self) -> None:
+        """The local metastore server, unless the settings point at another metastore."""
+        if metastore_kind(self._loader) is not MetastoreKind.LOCAL_SERVER:
+            return
+        if not self._metastore.status().running:
+            self._started_metastore = True
+        self._metastore.start()
 
     def _spawn(self, name: str, args: list[str]) -> None:
         log_path = self._log_path(name)
@@ -174,7 +195,7 @@ class LocalStack:
             f"  Admin API key: in {self.admin_key_file}; send it as",
             f'    -H "Authorization: Bearer $(cat {self.admin_key_file})"',
             f"  Tables: {self._loader.warehouse_dir}",
-            f"  Hive metastore: {self._loader.metastore_dir}",
+            f"  Hive metastore: {metastore.describe(self._loader)}",
             f"  Logs: {default_home() / 'logs'}",
         ]
         if self._demo:
@@ -182,9 +203,17 @@ class LocalStack:
                 f"  Demo feeds are publishing into {tables};",
                 "  the loader log shows rows landing every second:",
                 f"    tail -f {self._log_path('loader')}",
-                "  Query the tables once the hub is stopped (the embedded metastore admits one",
-                "  process at a time):",
+                "  Query the tables while the loader writes:",
                 '    hub sql "SELECT device, count(*) FROM bronze.demo_page_views GROUP BY device"',
+                "  Silver and gold follow (silver.demo_customers_history, gold.fact_orders):",
+                '    hub sql "SELECT c.country, sum(f.amount) FROM gold.fact_orders f JOIN '
+                'gold.dim_customer c USING (customer_key) GROUP BY c.country"',
+            ]
+        if self._analyst_server:
+            lines += [
+                f"  JDBC/ODBC (Spark Thrift Server): {self._analyst.jdbc_url}",
+                f"    beeline -u {self._analyst.jdbc_url}",
+                f"    log: {self._log_path('analyst server')}",
             ]
         lines.append("Press Ctrl-C to stop.")
         print("\n".join(lines), flush=True)
@@ -200,6 +229,8 @@ class LocalStack:
                     log.warning("the %s did not stop in 60s; killing it", name)
                     child.kill()
                     child.wait()
+        if self._started_metastore:
+            self._metastore.stop()
         if self._started_broker:
             self._broker.stop()
         log.info("the hub is stopped")

@@ -36,6 +36,8 @@ class FeedSpec:
     key_fields: tuple[str, ...] = ()
     retention_ms: int | None = None
     description: str = ""
+    # An explicit key schema, for values whose key fields are not top-level (CDC envelopes).
+    key_schema: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +103,7 @@ class FeedService:
         if spec.key_fields:
             self._registry.register(
                 subject=Subject(key_subject(topic)),
-                schema_text=json.dumps(key_schema(value, spec.key_fields)),
+                schema_text=spec.key_schema or json.dumps(key_schema(value, spec.key_fields)),
             )
         self._admin.create(
             topic, partitions=spec.partitions, config=topic_config(spec.kind, spec.retention_ms)
@@ -144,7 +146,7 @@ class FeedService:
         if not isinstance(value, dict) or value.get("type") != "record":
             raise InvalidFeed("A feed's value schema must be an Avro record.")
         names = [f["name"] for f in value["fields"]]
-        missing = [k for k in spec.key_fields if k not in names]
+        missing = [k for k in spec.key_fields if k not in names and spec.key_schema is None]
         if missing:
             raise InvalidFeed(
                 f"key_fields {', '.join(missing)} are not fields of the value schema; "

@@ -9,20 +9,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum, unique
-from typing import Any
+from typing import Any, cast
 
 from catalog.types import Feed, FeedKind
-from hub_kafka.producer import Delivery, FeedProducer, OutgoingRecord, TransactionalProducers
+from hub_kafka.producer import (
+    Delivery,
+    EncodedRecord,
+    FeedProducer,
+    OutgoingRecord,
+    TransactionalProducers,
+)
 from hub_kafka.topics import TopicName, dlq_topic, key_subject, value_subject
-from registry.avro import AvroSchema
-from registry.cleaning import Change, clean, has_rules
-from registry.errors import ErrorCode, HubError, InvalidRecord
-from registry.serde import encode
+from registry.cleaning import Change
+from registry.compiled import CompiledSchema, compiled
+from registry.errors import ErrorCode, HubError, InvalidRecord, TombstoneNotAllowed
 from registry.service import RegistryService
 from registry.types import SchemaId, Subject, Version
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 IDEMPOTENCY_HEADER = "hub.idempotency-key"
+# "No key", even in a keyed feed (a CDC truncate concerns every key at once). Kafka refuses
+# null keys on compacted topics, so it is written as an empty (zero-byte) key.
+NO_KEY: Any = object()
 
 
 @unique
@@ -68,13 +76,76 @@ class PublishOutcome:
 
     @property
     def accepted(self) -> int:
-        return sum(1 for r in self.results if r.ok)
+        return sum(r.error_code is None for r in self.results)
+
+
+# A record ready for Kafka and what cleaning changed in it: (topic, key, value, headers,
+# timestamp_ms) as `FeedProducer.produce_encoded` takes it, then the changes. A plain tuple: the
+# publish path makes one per record, and a dataclass instance costs several times more.
+_Prepared = tuple[EncodedRecord, tuple[Change, ...]]
 
 
 @dataclass(frozen=True, slots=True)
-class _Prepared:
-    record: OutgoingRecord
-    cleaned: tuple[Change, ...]
+class _ValueCodec:
+    """How one request's values are checked, cleaned and encoded: resolved once per request."""
+
+    feed: Feed
+    topic: TopicName
+    schema: CompiledSchema
+    schema_id: SchemaId
+
+
+@dataclass(frozen=True, slots=True)
+class _KeyCodec:
+    """How one request's keys are encoded; `schema` is None for a feed without key fields."""
+
+    feed: Feed
+    schema: CompiledSchema | None
+    schema_id: SchemaId
+
+
+def _prepare(
+    record: IncomingRecord,
+    values: _ValueCodec,
+    keys: _KeyCodec,
+    marker: list[tuple[str, bytes]] | None,
+) -> _Prepared:
+    changes: tuple[Change, ...] = ()
+    if record.value is None:
+        if values.feed.kind is not FeedKind.CHANGELOG:
+            raise TombstoneNotAllowed(values.feed.topic, str(values.feed.kind))
+        value = None
+    else:
+        datum, changes = values.schema.clean_to_datum(record.value)
+        value = values.schema.encode(datum, values.schema_id)
+    key = None if record.key is None and keys.schema is None else _encode_key(record, keys)
+    headers = _headers(record.headers) if record.headers is not None else None
+    if marker is not None:
+        headers = marker if headers is None else headers + marker
+    timestamp = record.timestamp
+    timestamp_ms = timestamp if type(timestamp) is int else _timestamp_ms(timestamp)
+    return (values.topic, key, value, headers, timestamp_ms), changes
+
+
+def _encode_key(record: IncomingRecord, keys: _KeyCodec) -> bytes | None:
+    if record.key is NO_KEY:
+        return b""
+    if keys.schema is None:
+        return _plain_key(record.key)
+    key = record.key
+    if key is None:
+        if not isinstance(record.value, Mapping):
+            raise InvalidRecord(
+                f"$.key: feed '{keys.feed.topic}' is keyed by {', '.join(keys.feed.key_fields)}; "
+                "give the key when the value is null (a tombstone).",
+                path="$.key",
+            )
+        key = {name: record.value.get(name) for name in keys.feed.key_fields}
+    try:
+        return keys.schema.encode(keys.schema.to_datum(key), keys.schema_id)
+    except InvalidRecord as exc:
+        path = exc.path.replace("$", "$.key", 1)
+        raise InvalidRecord(exc.message.replace("$", "$.key", 1), path=path) from exc
 
 
 class Publisher:
@@ -114,20 +185,17 @@ class Publisher:
             else self._registry.version(subject=subject, version=schema_version)
         )
         value_schema = self._registry.schema(schema_id=value_version.schema_id)
-        key_schema = self._key_schema(feed)
+        value_codec = _ValueCodec(feed, topic, compiled(value_schema), value_version.schema_id)
+        key_codec = self._key_codec(feed)
         prepared: list[_Prepared | HubError] = []
         for position, record in enumerate(records):
             marker = (
                 [(IDEMPOTENCY_HEADER, f"{idempotency_key}:{position}".encode())]
                 if idempotency_key is not None
-                else []
+                else None
             )
             try:
-                prepared.append(
-                    self._prepare(
-                        feed, record, value_schema, value_version.schema_id, key_schema, marker
-                    )
-                )
+                prepared.append(_prepare(record, value_codec, key_codec, marker))
             except HubError as exc:
                 prepared.append(exc)
         if atomic:
@@ -140,69 +208,12 @@ class Publisher:
             results=results,
         )
 
-    def _key_schema(self, feed: Feed) -> tuple[SchemaId, AvroSchema] | None:
+    def _key_codec(self, feed: Feed) -> "_KeyCodec":
         if not feed.key_fields:
-            return None
+            return _KeyCodec(feed, None, SchemaId(0))
         latest = self._registry.current(subject=Subject(key_subject(TopicName(feed.topic))))
-        return latest.schema_id, self._registry.schema(schema_id=latest.schema_id)
-
-    def _prepare(
-        self,
-        feed: Feed,
-        record: IncomingRecord,
-        schema: AvroSchema,
-        schema_id: SchemaId,
-        key_schema: tuple[SchemaId, AvroSchema] | None,
-        marker: list[tuple[str, bytes]],
-    ) -> _Prepared:
-        changes: tuple[Change, ...] = ()
-        if record.value is None:
-            if feed.kind is not FeedKind.CHANGELOG:
-                raise InvalidRecord(
-                    "$.value: a null value (a tombstone) is only allowed in changelog feeds.",
-                    path="$.value",
-                )
-            value = None
-        else:
-            raw = record.value
-            if has_rules(schema.resolved):
-                cleaned = clean(raw, schema.resolved)
-                raw, changes = cleaned.value, cleaned.changes
-            value = encode(raw, schema=schema, schema_id=schema_id)
-        key = self._encode_key(feed, record, key_schema)
-        return _Prepared(
-            record=OutgoingRecord(
-                key=key,
-                value=value,
-                headers=_headers(record.headers) + marker,
-                timestamp_ms=_timestamp_ms(record.timestamp),
-            ),
-            cleaned=changes,
-        )
-
-    def _encode_key(
-        self,
-        feed: Feed,
-        record: IncomingRecord,
-        key_schema: tuple[SchemaId, AvroSchema] | None,
-    ) -> bytes | None:
-        if key_schema is None:
-            return _plain_key(record.key)
-        key = record.key
-        if key is None:
-            if not isinstance(record.value, Mapping):
-                raise InvalidRecord(
-                    f"$.key: feed '{feed.topic}' is keyed by {', '.join(feed.key_fields)}; "
-                    "give the key when the value is null (a tombstone).",
-                    path="$.key",
-                )
-            key = {name: record.value.get(name) for name in feed.key_fields}
-        schema_id, schema = key_schema
-        try:
-            return encode(key, schema=schema, schema_id=schema_id)
-        except InvalidRecord as exc:
-            path = exc.path.replace("$", "$.key", 1)
-            raise InvalidRecord(exc.message.replace("$", "$.key", 1), path=path) from exc
+        schema = self._registry.schema(schema_id=latest.schema_id)
+        return _KeyCodec(feed, compiled(schema), latest.schema_id)
 
     def _publish_each(
         self,
@@ -211,30 +222,44 @@ class Publisher:
         prepared: Sequence[_Prepared | HubError],
         on_error: OnError,
     ) -> list[PublishResult]:
-        items: list[tuple[str, OutgoingRecord]] = []
+        items: list[EncodedRecord] = []
         for record, item in zip(records, prepared, strict=True):
-            if isinstance(item, _Prepared):
-                items.append((topic, item.record))
+            if type(item) is tuple:
+                items.append(item[0])
             elif on_error is OnError.DLQ:
-                items.append((dlq_topic(topic), _dead_letter(topic, record, item)))
-        deliveries = iter(self._producer.produce_many(items)) if items else iter(())
+                assert isinstance(item, HubError)
+                letter = _dead_letter(topic, record, item)
+                items.append((dlq_topic(topic), letter.key, letter.value, list(letter.headers),
+                              None))  # fmt: skip
+        reports = iter(self._producer.produce_encoded(items)) if items else iter(())
         results = []
         for item in prepared:
-            if isinstance(item, _Prepared):
-                results.append(_delivered(next(deliveries), item.cleaned))
+            if type(item) is tuple:
+                report = next(reports)
+                if type(report) is tuple:
+                    # Positional: the one result per record, made at the lowest cost.
+                    results.append(PublishResult(report[0], report[1], None, None, None, False,
+                                                 item[1]))  # fmt: skip
+                else:
+                    assert isinstance(report, Delivery)
+                    results.append(_delivered(report, item[1]))
             elif on_error is OnError.DLQ:
-                delivery = next(deliveries)
+                assert isinstance(item, HubError)
+                report = next(reports)
                 results.append(
-                    _rejected(item, dead_lettered=True) if delivery.ok else _delivered(delivery, ())
+                    _rejected(item, dead_lettered=True)
+                    if type(report) is tuple
+                    else _delivered(cast(Delivery, report), ())
                 )
             else:
+                assert isinstance(item, HubError)
                 results.append(_rejected(item))
         return results
 
     def _publish_atomically(
         self, topic: TopicName, prepared: Sequence[_Prepared | HubError]
     ) -> list[PublishResult]:
-        invalid = [i for i, item in enumerate(prepared) if not isinstance(item, _Prepared)]
+        invalid = [i for i, item in enumerate(prepared) if isinstance(item, HubError)]
         if invalid:
             first = invalid[0]
             return [
@@ -248,12 +273,19 @@ class Publisher:
             ]
         if self._transactions is None:
             raise RuntimeError("atomic publishing needs TransactionalProducers")
-        items = [(topic, item.record) for item in prepared if isinstance(item, _Prepared)]
+        items = [
+            (topic, OutgoingRecord(key=key, value=value, headers=headers or (),
+                                   timestamp_ms=timestamp_ms))
+            for (_topic, key, value, headers, timestamp_ms), _changes in cast(
+                "Sequence[_Prepared]", prepared
+            )
+        ]  # fmt: skip
         deliveries = self._transactions.produce_atomically(items)
         return [
-            _delivered(d, item.cleaned)
-            for d, item in zip(deliveries, prepared, strict=True)
-            if isinstance(item, _Prepared)
+            _delivered(d, changes)
+            for d, (_record, changes) in zip(
+                deliveries, cast("Sequence[_Prepared]", prepared), strict=True
+            )
         ]
 
 
@@ -291,7 +323,9 @@ def _dead_letter(topic: TopicName, record: IncomingRecord, error: HubError) -> O
         ("hub.feed", topic.encode()),
     ]
     return OutgoingRecord(
-        key=_plain_key(record.key) if not isinstance(record.key, Mapping) else None,
+        key=None
+        if isinstance(record.key, Mapping) or record.key is NO_KEY
+        else _plain_key(record.key),
         value=json.dumps(body, default=str).encode(),
         headers=headers,
     )

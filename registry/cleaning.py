@@ -34,6 +34,9 @@ Unions: a value is cleaned as the branch serde reads it as (the first that takes
 the first that takes it once cleaned); a cleaning after which serde would read another branch is
 not applied, since the branch is part of the meaning.
 
+What each rule does to a value is in `registry.cleaning_rules`; this module decides where rules
+apply and walks values.
+
 Cost: `compile_rules` checks the rules once and builds a plan that visits only the parts of a value
 with rules below them, and returns at once when there are none. `clean` and `has_rules` keep results
 per schema object (by identity, as `AvroSchema.resolved`, never mutated), so a caller passing the
@@ -41,35 +44,17 @@ same schema object pays for compiling once. The result shares unchanged parts wi
 which is never mutated.
 """
 
-import math
-import re
-import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
-from enum import StrEnum, unique
 from functools import lru_cache
 from typing import Any
 
 from registry.avro import PRIMITIVES
+from registry.cleaning_rules import Rule, Step, rule_step
 from registry.errors import InvalidRecord, InvalidSchema
 from registry.serde import Converter  # tells union branches apart exactly as encoding will
 
 ATTRIBUTE = "hub.clean"
-
-
-@unique
-class Rule(StrEnum):
-    """The cleaning rules a field can declare in `"hub.clean"`."""
-
-    TRIM = "trim"
-    COLLAPSE_WHITESPACE = "collapse_whitespace"
-    LOWERCASE = "lowercase"
-    UPPERCASE = "uppercase"
-    ENUM_CASE_INSENSITIVE = "enum_case_insensitive"
-    UTC_TIMESTAMP = "utc_timestamp"
-    PARSE_NUMBER = "parse_number"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,18 +131,28 @@ def clean(value: Any, schema: Any) -> Cleaned:
     return _plan_cached(_Identity(schema)).clean(value)
 
 
+def plan_for(schema: Any) -> "CleaningPlan":
+    """The cleaning plan of `schema`, compiled once per schema object (as `clean` uses it)."""
+    return _plan_cached(_Identity(schema))
+
+
 class CleaningPlan:
     """The compiled rules of one schema; `clean` is cheap and safe to share between threads."""
 
     __slots__ = ("_root",)
 
-    def __init__(self, root: "_Node | None") -> None:
+    def __init__(self, root: "PlanNode | None") -> None:
         self._root = root
 
     @property
     def active(self) -> bool:
         """Whether the schema declares any rule that can change a value."""
         return self._root is not None
+
+    @property
+    def root(self) -> "PlanNode | None":
+        """The plan's tree, aligned with the schema (`registry.compiled` walks it); None if idle."""
+        return self._root
 
     def clean(self, value: Any) -> Cleaned:
         """Clean `value`; the result shares unchanged parts with it."""
@@ -204,9 +199,10 @@ def _declares(node: Any) -> bool:
 
 # ---------------------------------------------------------------------------------------------
 # Plan nodes: each returns the value itself when nothing changed, so parents copy only on write.
+# They mirror the schema's shape, so `registry.compiled` can fuse them into its conversion walk.
 
 
-class _Node:
+class PlanNode:
     __slots__ = ("active", "kind")
 
     def __init__(self, kind: str, *, active: bool = False) -> None:
@@ -216,17 +212,14 @@ class _Node:
     def clean(self, value: Any, path: str, changes: list[Change]) -> Any:
         raise NotImplementedError
 
-    def children(self) -> list["_Node"]:
+    def children(self) -> list["PlanNode"]:
         return []
 
 
-_Step = Callable[[Any], Any]  # the new value, or None for no change
-
-
-class _Leaf(_Node):
+class LeafNode(PlanNode):
     __slots__ = ("steps",)
 
-    def __init__(self, kind: str, steps: tuple[tuple[Rule, _Step], ...]) -> None:
+    def __init__(self, kind: str, steps: tuple[tuple[Rule, Step], ...]) -> None:
         super().__init__(kind, active=bool(steps))
         self.steps = steps
 
@@ -239,14 +232,14 @@ class _Leaf(_Node):
         return value
 
 
-class _Record(_Node):
+class RecordNode(PlanNode):
     __slots__ = ("fields",)
 
     def __init__(self) -> None:
         super().__init__("record")
-        self.fields: tuple[tuple[str, _Node], ...] = ()
+        self.fields: tuple[tuple[str, PlanNode], ...] = ()
 
-    def children(self) -> list[_Node]:
+    def children(self) -> list[PlanNode]:
         return [node for _, node in self.fields]
 
     def clean(self, value: Any, path: str, changes: list[Change]) -> Any:
@@ -264,14 +257,14 @@ class _Record(_Node):
         return value if out is None else out
 
 
-class _Array(_Node):
+class ArrayNode(PlanNode):
     __slots__ = ("items",)
 
-    def __init__(self, items: _Node) -> None:
+    def __init__(self, items: PlanNode) -> None:
         super().__init__("array")
         self.items = items
 
-    def children(self) -> list[_Node]:
+    def children(self) -> list[PlanNode]:
         return [self.items]
 
     def clean(self, value: Any, path: str, changes: list[Change]) -> Any:
@@ -287,14 +280,14 @@ class _Array(_Node):
         return value if out is None else out
 
 
-class _Map(_Node):
+class MapNode(PlanNode):
     __slots__ = ("values",)
 
-    def __init__(self, values: _Node) -> None:
+    def __init__(self, values: PlanNode) -> None:
         super().__init__("map")
         self.values = values
 
-    def children(self) -> list[_Node]:
+    def children(self) -> list[PlanNode]:
         return [self.values]
 
     def clean(self, value: Any, path: str, changes: list[Change]) -> Any:
@@ -313,10 +306,10 @@ class _Map(_Node):
 @dataclass(frozen=True, slots=True)
 class _Branch:
     schema: Any
-    node: _Node
+    node: PlanNode
 
 
-class _Union(_Node):
+class UnionNode(PlanNode):
     __slots__ = ("branches", "by_json", "named", "namespace")
 
     def __init__(self, named: dict[str, Any], namespace: str | None) -> None:
@@ -326,7 +319,7 @@ class _Union(_Node):
         self.named = named
         self.namespace = namespace
 
-    def children(self) -> list[_Node]:
+    def children(self) -> list[PlanNode]:
         return [b.node for b in self.branches]
 
     def clean(self, value: Any, path: str, changes: list[Change]) -> Any:
@@ -384,8 +377,8 @@ def _is_mapping(value: Any) -> bool:
 class _Compiler:
     def __init__(self) -> None:
         self._named: dict[str, Any] = {}  # filled as serde's converter fills its own
-        self._records: dict[int, _Record] = {}  # by id() of the record's definition
-        self._nodes: list[_Node] = []
+        self._records: dict[int, RecordNode] = {}  # by id() of the record's definition
+        self._nodes: list[PlanNode] = []
 
     def plan(self, schema: Any) -> CleaningPlan:
         root = self._node(schema, (), "$", None, set())
@@ -401,12 +394,12 @@ class _Compiler:
                 if not node.active and any(child.active for child in node.children()):
                     node.active = changed = True
         for node in self._nodes:
-            if isinstance(node, _Record):
+            if isinstance(node, RecordNode):
                 node.fields = tuple((name, n) for name, n in node.fields if n.active)
 
     def _node(
         self, schema: Any, rules: tuple[Rule, ...], path: str, ns: str | None, kinds: set[str]
-    ) -> _Node:
+    ) -> PlanNode:
         if isinstance(schema, list):
             return self._union(schema, rules, path, ns, kinds)
         if isinstance(schema, str):
@@ -441,15 +434,15 @@ class _Compiler:
             return self._leaf(kind, schema, rules, path, kinds)
         if kind == "array":
             return self._container(
-                _Array(self._node(schema["items"], rules, f"{path}[]", ns, kinds))
+                ArrayNode(self._node(schema["items"], rules, f"{path}[]", ns, kinds))
             )
         if kind == "map":
             return self._container(
-                _Map(self._node(schema["values"], rules, f"{path}{{}}", ns, kinds))
+                MapNode(self._node(schema["values"], rules, f"{path}{{}}", ns, kinds))
             )
         return self._node(kind, rules, path, ns, kinds)
 
-    def _container(self, node: _Node) -> _Node:
+    def _container(self, node: PlanNode) -> PlanNode:
         self._nodes.append(node)
         return node
 
@@ -459,8 +452,8 @@ class _Compiler:
         self._named.setdefault(schema["name"], schema)
         return full.rpartition(".")[0] or None
 
-    def _record(self, schema: Mapping[str, Any], path: str, ns: str | None) -> _Node:
-        node = _Record()
+    def _record(self, schema: Mapping[str, Any], path: str, ns: str | None) -> PlanNode:
+        node = RecordNode()
         self._records[id(schema)] = node
         self._container(node)
         fields = []
@@ -475,8 +468,8 @@ class _Compiler:
 
     def _union(
         self, schema: list[Any], rules: tuple[Rule, ...], path: str, ns: str | None, kinds: set[str]
-    ) -> _Node:
-        union = _Union(self._named, ns)
+    ) -> PlanNode:
+        union = UnionNode(self._named, ns)
         for branch in schema:
             node = self._node(branch, rules, path, ns, kinds)
             union.branches.append(_Branch(branch, node))
@@ -493,15 +486,15 @@ class _Compiler:
         rules: tuple[Rule, ...],
         path: str,
         kinds: set[str],
-    ) -> _Node:
+    ) -> PlanNode:
         kinds.add(kind)
         steps = []
         for rule in rules:
             if kind in _SERVES[rule]:
-                step = _step(rule, kind, schema, path)
+                step = rule_step(rule, kind, schema, path)
                 if step is not None:
                     steps.append((rule, step))
-        return _Leaf(kind, tuple(steps))
+        return LeafNode(kind, tuple(steps))
 
 
 def _full(schema: Mapping[str, Any], ns: str | None) -> str:
@@ -513,9 +506,9 @@ def _full(schema: Mapping[str, Any], ns: str | None) -> str:
 _STRING_ONLY = frozenset({"string"})
 
 
-def _takes(node: _Node) -> frozenset[str]:
+def _takes(node: PlanNode) -> frozenset[str]:
     takes = _TAKES.get(node.kind, _STRING_ONLY)
-    if isinstance(node, _Leaf) and any(rule is Rule.PARSE_NUMBER for rule, _ in node.steps):
+    if isinstance(node, LeafNode) and any(rule is Rule.PARSE_NUMBER for rule, _ in node.steps):
         return takes | {"string"}
     return takes
 
@@ -579,147 +572,3 @@ def _check_served(rules: tuple[Rule, ...], kinds: set[str], path: str) -> None:
                 f"Rules for this field: {', '.join(fitting) or 'none'}. "
                 f"Valid rules: {_valid_rules()}."
             )
-
-
-# ---------------------------------------------------------------------------------------------
-# The rules. Each takes any value and returns the cleaned string or number, or None if unchanged.
-
-_WHITESPACE = re.compile(r"\s+")
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
-_UTC_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z", re.ASCII)
-_OFFSET_TIMESTAMP = re.compile(
-    r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2})(?::(\d{2})(?:[.,](\d+))?)?(Z|[+-]\d{2}(?::?\d{2})?)",
-    re.ASCII,
-)
-
-
-def _step(rule: Rule, kind: str, schema: Mapping[str, Any], path: str) -> _Step | None:
-    if rule is Rule.ENUM_CASE_INSENSITIVE:
-        return _enum_step(schema, path)
-    if rule is Rule.PARSE_NUMBER:
-        return _NUMBER_STEPS.get(kind)
-    return _TEXT_STEPS[rule]
-
-
-def _trim(value: Any) -> str | None:
-    if isinstance(value, str):
-        out = value.strip()
-        return out if len(out) != len(value) else None
-    return None
-
-
-def _text(transform: Callable[[str], str]) -> _Step:
-    def step(value: Any) -> str | None:
-        if isinstance(value, str):
-            out = transform(value)
-            return out if out != value else None
-        return None
-
-    return step
-
-
-def _utc_timestamp(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    if _UTC_TIMESTAMP.fullmatch(value):
-        return None  # already canonical (or no real instant, which validation reports)
-    match = _OFFSET_TIMESTAMP.fullmatch(value)
-    if match is None:
-        return None
-    day, minutes, seconds, fraction, offset = match.groups()
-    try:
-        moment = datetime.fromisoformat(f"{day}T{minutes}:{seconds or '00'}{offset}")
-        utc = moment.astimezone(UTC).replace(tzinfo=None)
-    except (ValueError, OverflowError):
-        return None  # not a real instant: validation says so
-    out = utc.isoformat(timespec="seconds") + (f".{fraction}" if fraction else "") + "Z"
-    return out if out != value else None
-
-
-def _enum_step(schema: Mapping[str, Any], path: str) -> _Step:
-    symbols: list[str] = schema["symbols"]
-    exact = frozenset(symbols)
-    folded: dict[str, str] = {}
-    for symbol in symbols:
-        other = folded.setdefault(symbol.lower(), symbol)
-        if other != symbol:
-            raise InvalidSchema(
-                f"Invalid schema: field {path}: enum '{schema['name']}' has symbols "
-                f"'{other}' and '{symbol}' that differ only by case, so "
-                f"'{Rule.ENUM_CASE_INSENSITIVE}' cannot choose between them; rename one or "
-                "drop the rule."
-            )
-
-    def step(value: Any) -> str | None:
-        if isinstance(value, str) and value not in exact and value.isascii():
-            return folded.get(value.lower())
-        return None
-
-    return step
-
-
-def _integer(low: int, high: int) -> _Step:
-    def step(value: Any) -> int | None:
-        number = _decimal(value)
-        if number is None or not low <= number <= high or number != number.to_integral_value():
-            return None
-        return int(number)
-
-    return step
-
-
-def _double(value: Any) -> float | None:
-    number = _decimal(value)
-    if number is None:
-        return None
-    out = float(value)
-    return out if math.isfinite(out) and Decimal(repr(out)) == number else None
-
-
-def _float(value: Any) -> float | None:
-    number = _decimal(value)
-    if number is None:
-        return None
-    out = float(value)
-    try:
-        stored = struct.unpack("<f", struct.pack("<f", out))[0]
-    except OverflowError:
-        return None
-    return out if math.isfinite(stored) and Decimal(_shortest_float32(stored)) == number else None
-
-
-def _decimal(value: Any) -> Decimal | None:
-    if not isinstance(value, str) or _NUMBER.fullmatch(value) is None:
-        return None
-    try:
-        return Decimal(value)
-    except InvalidOperation:  # an exponent past what Decimal holds
-        return None
-
-
-def _shortest_float32(stored: float) -> str:
-    """The shortest decimal text that reads back as the same 32-bit float."""
-    for digits in range(1, 10):
-        text = f"{stored:.{digits}g}"
-        try:
-            if struct.unpack("<f", struct.pack("<f", float(text)))[0] == stored:
-                return text
-        except OverflowError:  # rounded past the largest float: more digits needed
-            continue
-    return repr(stored)  # unreachable: 9 significant digits always round-trip
-
-
-_TEXT_STEPS: dict[Rule, _Step] = {
-    Rule.TRIM: _trim,
-    Rule.COLLAPSE_WHITESPACE: _text(lambda s: _WHITESPACE.sub(" ", s)),
-    Rule.LOWERCASE: _text(str.lower),
-    Rule.UPPERCASE: _text(str.upper),
-    Rule.UTC_TIMESTAMP: _utc_timestamp,
-}
-_NUMBER_STEPS: dict[str, _Step] = {
-    "int": _integer(-(2**31), 2**31 - 1),
-    "long": _integer(-(2**63), 2**63 - 1),
-    "float": _float,
-    "double": _double,
-    # "decimal": none; serde reads decimal text exactly, so the text is already canonical.
-}

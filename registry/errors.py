@@ -30,6 +30,9 @@ class ErrorCode(IntEnum):
     FEED_NOT_FOUND = 40420
     TEAM_NOT_FOUND = 40421
     KEY_NOT_FOUND = 40422
+    CONNECTOR_NOT_FOUND = 40430
+    WAREHOUSE_SOURCE_NOT_FOUND = 40440
+    LOADER_SOURCE_NOT_FOUND = 40450
     # 409: a schema the subject's compatibility level rejects (Confluent's number)
     INCOMPATIBLE_SCHEMA = 40901
     FEED_EXISTS = 40920
@@ -52,11 +55,18 @@ class ErrorCode(IntEnum):
     IDEMPOTENCY_KEY_REUSED = 42223
     TOO_MANY_RECORDS = 42224
     BATCH_REJECTED = 42225
+    TOMBSTONE_NOT_ALLOWED = 42226
+    INVALID_CONNECTOR_CONFIG = 42240
+    CONNECTOR_SECRET_MISSING = 42241
+    UNPARSEABLE_SOURCE_RECORD = 42242
+    CDC_SETUP_FAILED = 42250
+    INVALID_WAREHOUSE_MODEL = 42260
     # 5xx: the hub or something it depends on failed
     STORE_ERROR = 50001
     LOCAL_SERVICE_FAILED = 50010
     KAFKA_REFUSED = 50020
     KAFKA_UNAVAILABLE = 50301
+    CDC_SOURCE_UNAVAILABLE = 50330
 
     @property
     def http_status(self) -> int:
@@ -228,6 +238,20 @@ class InvalidRecord(TerminalError):
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(message)
         self.path = path
+
+
+class TombstoneNotAllowed(InvalidRecord):
+    """A null value (a delete marker) sent to a feed that is not a compacted changelog."""
+
+    code = ErrorCode.TOMBSTONE_NOT_ALLOWED
+
+    def __init__(self, feed: str, kind: str) -> None:
+        super().__init__(
+            f"$.value: a null value (a tombstone) is only allowed in changelog feeds; "
+            f"feed '{feed}' is of kind '{kind}'. Send the record's value, or publish deletes "
+            "to a changelog feed.",
+            path="$.value",
+        )
 
 
 class InvalidWireFormat(TerminalError):

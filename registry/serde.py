@@ -6,7 +6,6 @@ schema, naming the field path at fault, and turns it into what the Avro writer e
 """
 
 import base64
-import binascii
 import io
 import math
 from collections.abc import Callable, Mapping
@@ -60,26 +59,26 @@ class Converter:
         if isinstance(schema, list):
             return self._union(value, schema, path, namespace)
         if isinstance(schema, str):
-            if schema in _PRIMITIVES:
-                return _PRIMITIVES[schema](value, path)
+            if schema in PRIMITIVE_CONVERTERS:
+                return PRIMITIVE_CONVERTERS[schema](value, path)
             named = self._named.get(schema) or self._named.get(f"{namespace}.{schema}")
             if named is None:
                 raise InvalidRecord(f"Unknown type '{schema}' at {path}.", path=path)
             return self.convert(value, named, path, namespace=namespace)
         kind = schema["type"]
         logical = schema.get("logicalType")
-        if logical in _LOGICAL and kind in _LOGICAL[logical][0]:
-            return _LOGICAL[logical][1](value, path, schema)
-        if kind in _PRIMITIVES:
-            return _PRIMITIVES[kind](value, path)
+        if logical in LOGICAL_CONVERTERS and kind in LOGICAL_CONVERTERS[logical][0]:
+            return LOGICAL_CONVERTERS[logical][1](value, path, schema)
+        if kind in PRIMITIVE_CONVERTERS:
+            return PRIMITIVE_CONVERTERS[kind](value, path)
         if kind in ("record", "error", "enum", "fixed"):
             namespace = self._remember(schema, namespace)
         if kind in ("record", "error"):
             return self._record(value, schema, path, namespace)
         if kind == "enum":
-            return _enum(value, schema, path)
+            return convert_enum(value, schema, path)
         if kind == "fixed":
-            raw = _bytes(value, path)
+            raw = convert_bytes(value, path)
             if len(raw) != schema["size"]:
                 raise InvalidRecord(
                     f"{path}: expected {schema['size']} bytes for fixed "
@@ -89,14 +88,14 @@ class Converter:
             return raw
         if kind == "array":
             if not isinstance(value, list):
-                raise _type_error(path, "an array", value)
+                raise type_error(path, "an array", value)
             return [
                 self.convert(v, schema["items"], f"{path}[{i}]", namespace=namespace)
                 for i, v in enumerate(value)
             ]
         if kind == "map":
             if not isinstance(value, Mapping):
-                raise _type_error(path, "an object (map)", value)
+                raise type_error(path, "an object (map)", value)
             return {
                 k: self.convert(v, schema["values"], f"{path}.{k}", namespace=namespace)
                 for k, v in value.items()
@@ -115,7 +114,7 @@ class Converter:
         self, value: Any, schema: Mapping[str, Any], path: str, namespace: str | None
     ) -> dict[str, Any]:
         if not isinstance(value, Mapping):
-            raise _type_error(path, f"an object (record '{schema['name']}')", value)
+            raise type_error(path, f"an object (record '{schema['name']}')", value)
         fields = schema["fields"]
         known = {f["name"] for f in fields}
         unknown = sorted(set(value) - known)
@@ -159,14 +158,14 @@ class Converter:
                 return self.convert(value, branch, path, namespace=namespace)
             except InvalidRecord as exc:
                 errors.append(exc.message)
-        names = ", ".join(_type_name(b) for b in branches)
+        names = ", ".join(type_name(b) for b in branches)
         raise InvalidRecord(
             f"{path}: value matches none of the union's types ({names}): {'; '.join(errors)}",
             path=path,
         )
 
 
-def _type_name(schema: Any) -> str:
+def type_name(schema: Any) -> str:
     if isinstance(schema, str):
         return schema
     if isinstance(schema, Mapping):
@@ -174,7 +173,7 @@ def _type_name(schema: Any) -> str:
     return "union"
 
 
-def _type_error(path: str, expected: str, value: Any) -> InvalidRecord:
+def type_error(path: str, expected: str, value: Any) -> InvalidRecord:
     shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
     return InvalidRecord(
         f"{path}: expected {expected}, got {type(value).__name__} {shown}.", path=path
@@ -183,12 +182,12 @@ def _type_error(path: str, expected: str, value: Any) -> InvalidRecord:
 
 def _null(value: Any, path: str) -> None:
     if value is not None:
-        raise _type_error(path, "null", value)
+        raise type_error(path, "null", value)
 
 
 def _boolean(value: Any, path: str) -> bool:
     if not isinstance(value, bool):
-        raise _type_error(path, "a boolean", value)
+        raise type_error(path, "a boolean", value)
     return value
 
 
@@ -198,7 +197,7 @@ def _integer(bounds: tuple[int, int], name: str) -> Callable[[Any, str], int]:
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
             else:
-                raise _type_error(path, f"an integer ({name})", value)
+                raise type_error(path, f"an integer ({name})", value)
         if not bounds[0] <= value <= bounds[1]:
             raise InvalidRecord(f"{path}: {value} is out of range for {name}.", path=path)
         return value
@@ -210,7 +209,7 @@ def _floating(value: Any, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         if value in ("NaN", "Infinity", "-Infinity"):
             return float(value.replace("Infinity", "inf"))
-        raise _type_error(path, "a number", value)
+        raise type_error(path, "a number", value)
     try:
         return float(value)
     except OverflowError:
@@ -219,20 +218,20 @@ def _floating(value: Any, path: str) -> float:
 
 def _string(value: Any, path: str) -> str:
     if not isinstance(value, str):
-        raise _type_error(path, "a string", value)
+        raise type_error(path, "a string", value)
     return value
 
 
-def _bytes(value: Any, path: str) -> bytes:
+def convert_bytes(value: Any, path: str) -> bytes:
     if not isinstance(value, str):
-        raise _type_error(path, "base64-encoded bytes as a string", value)
+        raise type_error(path, "base64-encoded bytes as a string", value)
     try:
         return base64.b64decode(value, validate=True)
-    except binascii.Error as exc:
+    except ValueError as exc:  # binascii.Error, or text that is not ASCII
         raise InvalidRecord(f"{path}: not valid base64 ({exc}).", path=path) from exc
 
 
-def _enum(value: Any, schema: Mapping[str, Any], path: str) -> str:
+def convert_enum(value: Any, schema: Mapping[str, Any], path: str) -> str:
     symbols: list[str] = schema["symbols"]
     if value not in symbols:
         raise InvalidRecord(
@@ -276,7 +275,7 @@ def _date(value: Any, path: str, _schema: Mapping[str, Any]) -> int:
 
 def _decimal(value: Any, path: str, schema: Mapping[str, Any]) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise _type_error(path, 'a decimal as a string (e.g. "12.50")', value)
+        raise type_error(path, 'a decimal as a string (e.g. "12.50")', value)
     try:
         number = Decimal(value)
     except InvalidOperation as exc:
@@ -305,19 +304,21 @@ def _uuid(value: Any, path: str, _schema: Mapping[str, Any]) -> str:
         raise InvalidRecord(f"{path}: {value!r} is not a UUID.", path=path) from exc
 
 
-_PRIMITIVES: dict[str, Callable[[Any, str], Any]] = {
+PRIMITIVE_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "null": _null,
     "boolean": _boolean,
     "int": _integer(_INT_RANGE, "int"),
     "long": _integer(_LONG_RANGE, "long"),
     "float": _floating,
     "double": _floating,
-    "bytes": _bytes,
+    "bytes": convert_bytes,
     "string": _string,
 }
 
 # logicalType -> (underlying types it applies to, converter)
-_LOGICAL: dict[str, tuple[frozenset[str], Callable[[Any, str, Mapping[str, Any]], Any]]] = {
+LOGICAL_CONVERTERS: dict[
+    str, tuple[frozenset[str], Callable[[Any, str, Mapping[str, Any]], Any]]
+] = {
     "timestamp-millis": (frozenset({"long"}), _timestamp(1_000)),
     "timestamp-micros": (frozenset({"long"}), _timestamp(1_000_000)),
     "local-timestamp-millis": (frozenset({"long"}), _timestamp(1_000)),

@@ -2,25 +2,30 @@
 
 One Structured Streaming query subscribes to all hub topics by pattern, so a topic created
 while it runs is picked up without a restart. Each micro-batch is split by topic, decoded by
-writer schema id, and appended with Delta's idempotent writes (`txnAppId`/`txnVersion`): a
-batch replayed after a crash is recognised by Delta and not written twice.
+writer schema id and resolved to the subject's newest schema (re-read from the registry every
+few seconds, so a new version is picked up live), and appended with Delta's idempotent writes
+(`txnAppId`/`txnVersion`): a batch replayed after a crash is recognised by Delta and not
+written twice. What cannot be landed goes to `quarantine.<topic>` with a reason code.
 """
 
 import logging
 import uuid
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from hub_kafka.settings import KafkaSettings
-from hub_kafka.topics import TopicName, bronze_table, table_suffix
+from hub_kafka.topics import TopicName, bronze_table, value_subject
 from registry.types import SchemaId
-from spark_loaders.comments import TableComments
-from spark_loaders.decode import decode_batch, with_schema_id
+from spark_loaders.comments import TableComments, with_comments
+from spark_loaders.decode import decode_topic, decoded_whole, with_schema_id
+from spark_loaders.quarantine import QuarantineReason, quarantine_rows, quarantine_table
+from spark_loaders.reprocess import SwapRequests, insert_missing
 from spark_loaders.schemas import RegistryClient
 from spark_loaders.settings import LoaderSettings
+from spark_loaders.tables import PARTITION_COLUMN, DeltaTables
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +39,19 @@ class BronzeLoader:
         self._spark = spark
         self._settings = settings
         self._kafka = kafka
-        self._registry = RegistryClient(settings.registry_url, api_key=settings.registry_key)
-        self._comments = TableComments(spark, self._registry)
+        self._registry = RegistryClient(
+            settings.registry_url,
+            api_key=settings.registry_key,
+            latest_ttl_s=settings.schema_refresh_seconds,
+        )
+        self._tables = DeltaTables(spark)
+        self._comments = TableComments(spark)
         self._checkpoint = settings.checkpoint_dir / QUERY_NAME
         self._txn_app_id = _checkpoint_identity(self._checkpoint)
+        self._swaps = SwapRequests(settings.checkpoint_dir)
+        # (topic, writer id) -> (writer, reader) schema texts of this batch and the one before.
+        self._decoders: dict[tuple[str, SchemaId], tuple[str, str]] = {}
+        self._checked: dict[tuple[str, SchemaId], tuple[str, str]] = {}
 
     def start(self, *, available_now: bool = False) -> StreamingQuery:
         """Start the query; it runs until stopped, or with `available_now` until caught up."""
@@ -73,55 +87,163 @@ class BronzeLoader:
         return writer.start()
 
     def _write_batch(self, batch: DataFrame, batch_id: int) -> None:
+        merge_through = self._swaps.apply_pending(
+            self._spark, self._tables, batch_id=batch_id, app_id=self._txn_app_id
+        )
+        for table in merge_through:
+            self._comments.forget(table)
         batch = with_schema_id(batch).persist()
         try:
-            # One job tells which topics and writer schemas the batch holds, and how many records.
-            pairs = batch.groupBy("topic", "_hub_schema_id").count().collect()
+            # One job tells which topics and writer schemas the batch holds, how many records,
+            # and, for writers seen before, how many payloads do not decode: then no second
+            # job has to look for them before writing quarantine.
+            self._checked, self._decoders = self._decoders, {}
+            checked = self._undecodable_check()
+            pairs = (
+                batch.groupBy("topic", "_hub_schema_id")
+                .agg(
+                    F.count("*").alias("count"),
+                    F.sum(checked.cast("int")).alias("bad"),
+                    F.count(checked).alias("checked"),
+                )
+                .collect()
+            )
+            verified: dict[tuple[str, SchemaId], int] = {}
             by_topic: dict[str, set[SchemaId]] = {}
+            unframed: set[str] = set()
             counts: dict[str, int] = {}
             for row in pairs:
                 ids = by_topic.setdefault(row["topic"], set())
                 counts[row["topic"]] = counts.get(row["topic"], 0) + row["count"]
-                if row["_hub_schema_id"] is not None:
+                if row["_hub_schema_id"] is None:
+                    unframed.add(row["topic"])
+                else:
                     ids.add(SchemaId(row["_hub_schema_id"]))
+                    if row["checked"] == row["count"]:
+                        verified[(row["topic"], SchemaId(row["_hub_schema_id"]))] = row["bad"]
             ingested_at = F.current_timestamp()
             landed: list[str] = []
             for topic, schema_ids in sorted(by_topic.items()):
-                records = batch.where(F.col("topic") == topic)
-                decoded, rejected = decode_batch(records, schema_ids, self._registry)
-                if decoded is not None:
-                    rows = decoded.withColumn("_hub_ingested_at", ingested_at).withColumn(
-                        "_hub_ingest_date", F.to_date(ingested_at)
-                    )
-                    table = bronze_table(TopicName(topic))
-                    self._append(rows, table, batch_id)
-                    self._comments.apply(table, schema_ids, rows.columns)
-                    landed.append(f"{table} <- {counts[topic]} records")
-                if rejected is not None:
-                    quarantined = rejected.withColumn("_hub_ingested_at", ingested_at)
-                    table = f"quarantine.{table_suffix(TopicName(topic))}"
-                    self._append(quarantined, table, batch_id, skip_empty=True)
+                table = bronze_table(TopicName(topic))
+                merge = batch_id <= merge_through.get(table, -1)
+                outcome = self._land_topic(
+                    batch.where(F.col("topic") == topic),
+                    topic,
+                    schema_ids,
+                    unframed=topic in unframed,
+                    batch_id=batch_id,
+                    ingested_at=ingested_at,
+                    merge=merge,
+                    verified=verified,
+                )
+                landed.append(f"{table} <- {counts[topic]} records{outcome}")
             if landed:
                 log.info("batch %d: %s", batch_id, ", ".join(landed))
         finally:
             batch.unpersist()
+        self._swaps.settle(batch_id)
 
-    def _append(
-        self, rows: DataFrame, table: str, batch_id: int, *, skip_empty: bool = False
-    ) -> None:
-        if skip_empty and rows.isEmpty():
-            return
-        writer = (
-            rows.write.format("delta")
-            .mode("append")
-            .option("mergeSchema", "true")
-            # Idempotent write: Delta records (app id, batch id) and ignores a replay of it.
-            .option("txnAppId", f"{self._txn_app_id}:{table}")
-            .option("txnVersion", batch_id)
+    def _land_topic(
+        self,
+        records: DataFrame,
+        topic: str,
+        schema_ids: set[SchemaId],
+        *,
+        unframed: bool,
+        batch_id: int,
+        ingested_at: Column,
+        merge: bool,
+        verified: dict[tuple[str, SchemaId], int],
+    ) -> str:
+        """Land one topic's records of a batch; returns a note for the batch's log line."""
+        table = bronze_table(TopicName(topic))
+        decoded = decode_topic(
+            records,
+            subject=value_subject(TopicName(topic)),
+            schema_ids=schema_ids,
+            unframed=unframed,
+            registry=self._registry,
         )
-        if table.startswith("bronze."):
-            writer = writer.partitionBy("_hub_ingest_date")
-        writer.saveAsTable(table)
+        quarantined = list(decoded.known_rejected)
+        check_empty = False
+        note = ""
+        if decoded.landed is not None:
+            reader = decoded.reader.text if decoded.reader else None
+            rows = with_comments(
+                decoded.landed.withColumn("_hub_ingested_at", ingested_at).withColumn(
+                    PARTITION_COLUMN, F.to_date(ingested_at)
+                ),
+                reader,
+            )
+            refused = self._tables.evolve(table, rows.schema)
+            if refused:
+                message = "; ".join(change.describe() for change in refused) + (
+                    ". Rebuild the table with `hub load reprocess`, then `hub load replay`."
+                )
+                assert decoded.decodable is not None
+                quarantined.append(
+                    quarantine_rows(
+                        decoded.decodable, QuarantineReason.TYPE_CHANGE_UNSUPPORTED, message
+                    )
+                )
+                note = f" (quarantined: {message})"
+            else:
+                self._write(rows, table, batch_id, merge=merge)
+                state = self._tables.state(table)
+                if state is not None:
+                    self._comments.apply(table, reader, state)
+                bad = self._undecodable_count(topic, decoded.decoders, verified)
+                if decoded.undecodable is not None and bad != 0:
+                    quarantined.append(decoded.undecodable)
+                    check_empty = bad is None and not decoded.known_rejected
+            self._decoders.update({(topic, k): pair for k, pair in decoded.decoders.items()})
+        if quarantined:
+            rows = quarantined[0]
+            for more in quarantined[1:]:
+                rows = rows.unionByName(more)
+            if not (check_empty and rows.isEmpty()):
+                self._tables.append(
+                    rows.withColumn("_hub_ingested_at", ingested_at),
+                    quarantine_table(topic),
+                    app_id=f"{self._txn_app_id}:{quarantine_table(topic)}",
+                    version=batch_id,
+                    partitioned=False,
+                )
+        return note
+
+    def _undecodable_check(self) -> Column:
+        """Per record of a known (topic, writer): whether its payload fails to decode; else null."""
+        check: Column | None = None
+        for (topic, schema_id), (writer, reader) in self._checked.items():
+            known = (F.col("topic") == topic) & (F.col("_hub_schema_id") == schema_id)
+            failed = ~decoded_whole(writer, reader)
+            check = F.when(known, failed) if check is None else check.when(known, failed)
+        return check if check is not None else F.lit(None).cast("boolean")
+
+    def _undecodable_count(
+        self,
+        topic: str,
+        decoders: dict[SchemaId, tuple[str, str]],
+        verified: dict[tuple[str, SchemaId], int],
+    ) -> int | None:
+        """Undecodable records of the topic in this batch, or None when not known in advance."""
+        total = 0
+        for schema_id, pair in decoders.items():
+            bad = verified.get((topic, schema_id))
+            if bad is None or self._checked.get((topic, schema_id)) != pair:
+                return None
+            total += bad
+        return total
+
+    def _write(self, rows: DataFrame, table: str, batch_id: int, *, merge: bool) -> None:
+        state = self._tables.state(table)
+        if merge and state is not None:
+            # Just after a reprocessing swap: this batch may already be in the new location.
+            insert_missing(self._spark, rows, state.location)
+            return
+        self._tables.append(
+            rows, table, app_id=f"{self._txn_app_id}:{table}", version=batch_id, partitioned=True
+        )
 
 
 def _checkpoint_identity(checkpoint: Path) -> str:

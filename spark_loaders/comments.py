@@ -3,10 +3,9 @@
 import json
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
-from registry.types import SchemaId
-from spark_loaders.schemas import RegistryClient
+from spark_loaders.tables import TableState
 
 METADATA_DOCS = {
     "_hub_key": "Kafka record key, as published.",
@@ -27,29 +26,53 @@ def docs(schema: Any) -> tuple[str | None, dict[str, str]]:
     return schema.get("doc"), fields
 
 
+def with_comments(rows: DataFrame, schema_text: str | None) -> DataFrame:
+    """`rows` with the Avro docs as column comments in their schema's metadata.
+
+    A table created, or a column added, from such rows gets its comments in the same Delta
+    commit, instead of one ALTER COLUMN commit per column afterwards.
+    """
+    _, field_docs = docs(json.loads(schema_text)) if schema_text else (None, {})
+    wanted = {**field_docs, **METADATA_DOCS}
+    for column in rows.columns:
+        if column in wanted:
+            rows = rows.withMetadata(column, {"comment": wanted[column]})
+    return rows
+
+
 class TableComments:
-    """Sets comments once per (table, writer schema) this process has landed."""
+    """Sets comments that differ from what the table has; each change is a Delta commit, so
+    nothing is re-applied when a loader restarts or a batch brings no new schema."""
 
-    def __init__(self, spark: SparkSession, registry: RegistryClient) -> None:
+    def __init__(self, spark: SparkSession) -> None:
         self._spark = spark
-        self._registry = registry
-        self._done: set[tuple[str, SchemaId]] = set()
+        self._done: set[tuple[str, str]] = set()
 
-    def apply(self, table: str, schema_ids: set[SchemaId], columns: list[str]) -> None:
-        """Comment `table` from the newest of `schema_ids` not applied yet, and its metadata."""
-        new = sorted(i for i in schema_ids if (table, i) not in self._done)
-        if not new:
+    def apply(self, table: str, schema_text: str | None, state: TableState) -> None:
+        """Comment `table` and its columns from the Avro docs of `schema_text`."""
+        marker = (table, schema_text or "")
+        if marker in self._done:
             return
-        text = self._registry.schema(new[-1])
-        record_doc, field_docs = docs(json.loads(text)) if text else (None, {})
-        if record_doc:
+        record_doc, field_docs = docs(json.loads(schema_text)) if schema_text else (None, {})
+        if record_doc and record_doc != state.description:
             self._spark.sql(f"COMMENT ON TABLE {table} IS {_literal(record_doc)}")
+            state.description = record_doc
         wanted = {**field_docs, **METADATA_DOCS}
-        for column in columns:
-            if column in wanted:
-                comment = _literal(wanted[column])
-                self._spark.sql(f"ALTER TABLE {table} ALTER COLUMN `{column}` COMMENT {comment}")
-        self._done.update((table, i) for i in new)
+        changed = False
+        for column in state.schema.fields:
+            comment = wanted.get(column.name)
+            if comment is not None and column.metadata.get("comment") != comment:
+                self._spark.sql(
+                    f"ALTER TABLE {table} ALTER COLUMN `{column.name}` COMMENT {_literal(comment)}"
+                )
+                changed = True
+        if changed:
+            state.schema = self._spark.read.format("delta").load(state.location).schema
+        self._done.add(marker)
+
+    def forget(self, table: str) -> None:
+        """Compare again on next use (the table moved to a new location)."""
+        self._done = {done for done in self._done if done[0] != table}
 
 
 def _literal(text: str) -> str:

@@ -1,14 +1,29 @@
-"""Decoding Confluent-framed Avro inside Spark, per writer schema id."""
+"""Decoding Confluent-framed Avro inside Spark: each record by its writer schema id, resolved to
+the newest registered schema of its subject, so rows of every version share one set of columns.
 
+`from_avro(payload, writer, {"avroSchema": reader})` performs Avro schema resolution (added
+fields take their defaults, promotions widen, removed fields are skipped). In PERMISSIVE mode a
+record that does not decode becomes a struct of nulls, which cannot be told apart from a valid
+record whose fields are all null. So each payload gets one extra byte, `0x01`, and is read as a
+wrapper record `{value: <schema>, end: boolean}`: `end` is true only when the whole value
+decoded. A writer the reader cannot resolve would silently decode to nulls as well, so the
+resolution is checked on the driver first (the registry's own compatibility rules).
+"""
+
+import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
+from registry.compatibility import reader_can_read
 from registry.types import SchemaId
 from registry.wire import HEADER_SIZE, MAGIC_BYTE
-from spark_loaders.schemas import RegistryClient
+from spark_loaders.quarantine import QuarantineReason, quarantine_rows
+from spark_loaders.schemas import LatestSchema, RegistryClient
 
 # The Kafka source's columns, renamed to the hub's metadata columns.
 METADATA_COLUMNS = {
@@ -18,6 +33,7 @@ METADATA_COLUMNS = {
     "_hub_timestamp": "timestamp",
     "_hub_schema_id": "_hub_schema_id",
 }
+_WRAPPER = "_hub_framed_value"
 
 
 def with_schema_id(records: DataFrame) -> DataFrame:
@@ -34,32 +50,124 @@ def payload() -> Column:
     return F.expr(f"substring(value, {HEADER_SIZE + 1}, length(value) - {HEADER_SIZE})")
 
 
-def decode_batch(
-    records: DataFrame, schema_ids: Iterable[SchemaId], registry: RegistryClient
-) -> tuple[DataFrame | None, DataFrame | None]:
-    """Split one topic's records into decoded rows and rows that cannot be decoded.
+@dataclass
+class DecodedTopic:
+    """One topic's records of a batch, split by what can be done with them.
 
-    Returns (decoded, rejected); `rejected` keeps the raw Kafka columns and a `_hub_reason`.
+    `known_rejected` are quarantine rows whose reason the driver found (no Confluent frame,
+    unknown writer, unresolvable writer); `undecodable` are those whose payload failed to
+    decode, known only once Spark runs, so it may be empty. `decodable` are the raw records
+    that were decoded into `landed`, for quarantining them when the table cannot take them.
     """
-    decoded: DataFrame | None = None
-    rejected = records.where(F.col("_hub_schema_id").isNull()).withColumn(
-        "_hub_reason", F.lit("value is not Confluent-framed Avro (no 0x00 magic byte)")
-    )
-    for schema_id in sorted(schema_ids):
+
+    landed: DataFrame | None
+    decodable: DataFrame | None
+    undecodable: DataFrame | None
+    reader: LatestSchema | None
+    known_rejected: list[DataFrame] = field(default_factory=list)
+    # The (writer, reader) schema texts each decoded writer id was read with.
+    decoders: dict[SchemaId, tuple[str, str]] = field(default_factory=dict)
+
+
+def decode_topic(
+    records: DataFrame,
+    *,
+    subject: str,
+    schema_ids: Iterable[SchemaId],
+    unframed: bool,
+    registry: RegistryClient,
+) -> DecodedTopic:
+    """Split one topic's records (Kafka columns + `_hub_schema_id`) into decoded and rejected.
+
+    `unframed` says whether the topic's records include some without a Confluent frame.
+    """
+    ids = sorted(schema_ids)
+    reader = registry.latest(subject, newer_than=ids[-1] if ids else None)
+    result = DecodedTopic(None, None, None, reader)
+    if unframed:
+        result.known_rejected.append(
+            quarantine_rows(
+                records.where(F.col("_hub_schema_id").isNull()),
+                QuarantineReason.NOT_CONFLUENT_FRAMED,
+                "the value does not start with the Confluent header (magic byte 0x00 and a "
+                "4-byte schema id); it was not written by a hub or Confluent serializer",
+            )
+        )
+    decodable: list[SchemaId] = []
+    for schema_id in ids:
         rows = records.where(F.col("_hub_schema_id") == schema_id)
-        schema = registry.schema(schema_id)
-        if schema is None:
-            reason = f"writer schema id {schema_id} is not in the registry"
-            rejected = rejected.unionByName(rows.withColumn("_hub_reason", F.lit(reason)))
+        writer = registry.schema(schema_id)
+        if writer is None:
+            message = (
+                f"writer schema id {schema_id} is not in the registry; register it (or restore "
+                "the deleted version) and run `hub load replay`"
+            )
+            reason = QuarantineReason.WRITER_SCHEMA_UNKNOWN
+            result.known_rejected.append(quarantine_rows(rows, reason, message))
             continue
-        attempt = rows.withColumn(
-            "_hub_value", from_avro(payload(), schema, {"mode": "PERMISSIVE"})
+        reader_text = reader.text if reader is not None else writer
+        problem = _resolution_problem(reader_text, writer)
+        if problem is not None:
+            version = f"version {reader.version} (id {reader.schema_id})" if reader else "?"
+            message = (
+                f"writer schema {schema_id} cannot be read as {subject} {version}: {problem}. "
+                "Register a compatible version, then run `hub load replay`"
+            )
+            reason = QuarantineReason.SCHEMA_UNRESOLVABLE
+            result.known_rejected.append(quarantine_rows(rows, reason, message))
+            continue
+        decodable.append(schema_id)
+        result.decoders[schema_id] = (writer, reader_text)
+        attempt = rows.withColumn("_hub_value", decode(writer, reader_text))
+        good = attempt.where(F.col("_hub_value.end")).select(
+            "_hub_value.value.*", *[F.col(c).alias(n) for n, c in METADATA_COLUMNS.items()]
         )
-        good = attempt.where(F.col("_hub_value").isNotNull()).select(
-            "_hub_value.*", *[F.col(c).alias(n) for n, c in METADATA_COLUMNS.items()]
+        bad = quarantine_rows(
+            attempt.where(~F.coalesce(F.col("_hub_value.end"), F.lit(False))),
+            QuarantineReason.PAYLOAD_UNDECODABLE,
+            f"the payload is not a valid Avro datum of writer schema {schema_id}",
         )
-        bad = attempt.where(F.col("_hub_value").isNull()).drop("_hub_value")
-        reason = f"payload does not decode with writer schema {schema_id}"
-        rejected = rejected.unionByName(bad.withColumn("_hub_reason", F.lit(reason)))
-        decoded = good if decoded is None else decoded.unionByName(good, allowMissingColumns=True)
-    return decoded, rejected
+        result.landed = _union(result.landed, good, missing=True)
+        result.undecodable = _union(result.undecodable, bad)
+    if decodable:
+        result.decodable = records.where(F.col("_hub_schema_id").isin(decodable))
+    return result
+
+
+def _union(left: DataFrame | None, right: DataFrame, *, missing: bool = False) -> DataFrame:
+    return right if left is None else left.unionByName(right, allowMissingColumns=missing)
+
+
+def decoded_whole(writer: str, reader: str) -> Column:
+    """True when the current row's payload decodes whole from writer to reader."""
+    return F.coalesce(decode(writer, reader)["end"], F.lit(False))
+
+
+def decode(writer: str, reader: str) -> Column:
+    """The struct `{value, end}` of the current row's payload, resolved from writer to reader."""
+    return from_avro(
+        F.concat(payload(), F.lit(b"\x01")),
+        _wrapped(writer),
+        {"mode": "PERMISSIVE", "avroSchema": _wrapped(reader)},
+    )
+
+
+@lru_cache(maxsize=256)
+def _wrapped(schema_text: str) -> str:
+    wrapper = {
+        "type": "record",
+        "name": _WRAPPER,
+        "fields": [
+            {"name": "value", "type": json.loads(schema_text)},
+            {"name": "end", "type": "boolean"},
+        ],
+    }
+    return json.dumps(wrapper)
+
+
+@lru_cache(maxsize=256)
+def _resolution_problem(reader: str, writer: str) -> str | None:
+    if reader == writer:
+        return None
+    problems = reader_can_read(json.loads(reader), json.loads(writer))
+    return "; ".join(p.message() for p in problems) if problems else None

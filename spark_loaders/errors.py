@@ -1,7 +1,13 @@
 """Errors of the Spark loaders."""
 
-from registry.errors import LocalServiceFailed
+from registry.errors import ErrorCode, LocalServiceFailed, TerminalError
 
 
 class LoaderError(LocalServiceFailed):
     """The loader cannot run as configured; the message says what to fix."""
+
+
+class LoaderSourceNotFound(TerminalError):
+    """What a loader command was asked to read does not exist or holds nothing."""
+
+    code = ErrorCode.LOADER_SOURCE_NOT_FOUND

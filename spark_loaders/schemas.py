@@ -1,43 +1,126 @@
-"""Writer schemas by id, from the registry's Confluent-compatible REST API."""
+"""Schemas from the registry's Confluent-compatible REST API: writer schemas by id, the newest
+version of a subject (the reader schema records are resolved to), compatibility checks."""
+
+import time
+from dataclasses import dataclass
 
 import httpx
 
 from registry.types import SchemaId
 from spark_loaders.errors import LoaderError
 
+_MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+@dataclass(frozen=True, slots=True)
+class LatestSchema:
+    """The newest registered version of a subject."""
+
+    schema_id: SchemaId
+    version: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompatibilityVerdict:
+    """What the registry would say to registering a schema under a subject."""
+
+    compatible: bool
+    messages: tuple[str, ...]
+
 
 class RegistryClient:
-    """Fetches schemas by id over HTTP; ids are immutable, so answers are cached forever."""
+    """Registry reads over HTTP.
+
+    Schemas by id are immutable and cached forever. A subject's latest version changes when a
+    team registers a new one; it is cached for `latest_ttl_s` so that each micro-batch can ask
+    for it without a request per batch, and a new version is seen within that time.
+    """
 
     def __init__(
-        self, base_url: str, *, api_key: str | None = None, timeout_s: float = 10.0
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 10.0,
+        latest_ttl_s: float = 5.0,
     ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s, headers=headers)
         self._by_id: dict[SchemaId, str] = {}
+        self._latest: dict[str, tuple[float, LatestSchema | None]] = {}
+        self._latest_ttl_s = latest_ttl_s
 
     def schema(self, schema_id: SchemaId) -> str | None:
         """The schema text of `schema_id`, or None when the registry does not know it."""
         if schema_id in self._by_id:
             return self._by_id[schema_id]
-        try:
-            response = self._http.get(f"/schemas/ids/{schema_id}")
-        except httpx.HTTPError as exc:
-            raise LoaderError(
-                f"Schema registry at {self._http.base_url} is unreachable: {exc}. "
-                "Check HUB_LOADER_REGISTRY_URL."
-            ) from exc
+        response = self._get(f"/schemas/ids/{schema_id}", what=f"schema {schema_id}")
         if response.status_code == 404:
             return None
-        if response.status_code in (401, 403):
-            raise LoaderError(
-                f"The registry refused to serve schema {schema_id} ({response.status_code}): "
-                "reads need a key here; set HUB_LOADER_REGISTRY_KEY."
-            )
-        response.raise_for_status()
         text: str = response.json()["schema"]
         self._by_id[schema_id] = text
         return text
 
+    def latest(self, subject: str, *, newer_than: SchemaId | None = None) -> LatestSchema | None:
+        """The subject's newest version (None when the subject has none).
+
+        Served from a short cache; `newer_than` forces a fresh read when the cached version's id
+        is lower, as when a batch carries a writer schema registered after the last read.
+        """
+        cached = self._latest.get(subject)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < self._latest_ttl_s:
+            value = cached[1]
+            stale = newer_than is not None and (value is None or value.schema_id < newer_than)
+            if not stale:
+                return value
+        response = self._get(f"/subjects/{subject}/versions/latest", what=f"subject {subject}")
+        latest: LatestSchema | None = None
+        if response.status_code != 404:
+            body = response.json()
+            latest = LatestSchema(SchemaId(body["id"]), int(body["version"]), body["schema"])
+            self._by_id[latest.schema_id] = latest.text
+        self._latest[subject] = (now, latest)
+        return latest
+
+    def check(self, subject: str, schema_text: str) -> CompatibilityVerdict:
+        """Whether the registry would accept `schema_text` under `subject` (its own level)."""
+        try:
+            response = self._http.post(
+                f"/compatibility/subjects/{subject}/versions",
+                params={"verbose": "true"},
+                json={"schema": schema_text},
+                headers={"Content-Type": _MEDIA_TYPE},
+            )
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        if response.status_code == 404:
+            return CompatibilityVerdict(True, ("the subject has no versions yet",))
+        body = response.json()
+        if response.status_code >= 400:
+            return CompatibilityVerdict(False, (str(body.get("message", body)),))
+        return CompatibilityVerdict(bool(body["is_compatible"]), tuple(body.get("messages", [])))
+
     def close(self) -> None:
         self._http.close()
+
+    def _get(self, path: str, *, what: str) -> httpx.Response:
+        try:
+            response = self._http.get(path)
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        if response.status_code in (401, 403):
+            raise LoaderError(
+                f"The registry refused to serve {what} ({response.status_code}): "
+                "reads need a key here; set HUB_LOADER_REGISTRY_KEY."
+            )
+        if response.status_code != 404:
+            response.raise_for_status()
+        return response
+
+    def _unreachable(self, exc: Exception) -> LoaderError:
+        return LoaderError(
+            f"Schema registry at {self._http.base_url} is unreachable: {exc}. "
+            "Check HUB_LOADER_REGISTRY_URL."
+        )

@@ -1,17 +1,28 @@
 """Building a SparkSession with Delta Lake, the Hive metastore and the hub's local jars."""
 
 import logging
+from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
+from spark_loaders import metastore
 from spark_loaders.errors import LoaderError
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
 
 
-def build_session(settings: LoaderSettings, *, app_name: str = "hub-loader") -> SparkSession:
-    """A session on the metastore with Delta and the Kafka/Avro sources, from local jars only."""
+def build_session(
+    settings: LoaderSettings,
+    *,
+    app_name: str = "hub-loader",
+    extra_conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """A session on the shared metastore with Delta and the Kafka/Avro sources, local jars only.
+
+    The local metastore server is started first when it is the one selected and not running,
+    so the loader, `hub sql` and the Thrift server can each be the first to need it.
+    """
     jars = sorted(settings.jars_dir.glob("*.jar"))
     if not any(j.name.startswith("delta-spark") for j in jars):
         raise LoaderError(
@@ -20,11 +31,10 @@ def build_session(settings: LoaderSettings, *, app_name: str = "hub-loader") -> 
         )
     settings.warehouse_dir.mkdir(parents=True, exist_ok=True)
     settings.metastore_dir.mkdir(parents=True, exist_ok=True)
-    metastore_url = (
-        settings.metastore_url
-        or f"jdbc:derby:;databaseName={settings.metastore_dir / 'metastore_db'};create=true"
-    )
-    derby_log = settings.metastore_dir / "derby.log"
+    metastore_conf = metastore.spark_conf(settings)
+    metastore.ensure_metastore(settings)
+    # Spark's own Derby (the Thrift server's in-memory execution catalog) logs here, not in cwd.
+    derby_log = settings.metastore_dir / "derby-spark.log"
     builder = (
         SparkSession.builder.appName(app_name)
         .master(settings.master)
@@ -35,7 +45,6 @@ def build_session(settings: LoaderSettings, *, app_name: str = "hub-loader") -> 
             "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
         )
         .config("spark.sql.warehouse.dir", str(settings.warehouse_dir))
-        .config("spark.hadoop.javax.jdo.option.ConnectionURL", metastore_url)
         .config("spark.driver.extraJavaOptions", f"-Dderby.stream.error.file={derby_log}")
         .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
         # Delta rebuilds table state with this many tasks (default 50): far too many for the
@@ -46,7 +55,14 @@ def build_session(settings: LoaderSettings, *, app_name: str = "hub-loader") -> 
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
         .enableHiveSupport()
     )
-    log.info("starting Spark (%s) with %d local jars", settings.master, len(jars))
+    for key, value in {**metastore_conf, **(extra_conf or {})}.items():
+        builder = builder.config(key, value)
+    log.info(
+        "starting Spark (%s) with %d local jars on the %s",
+        settings.master,
+        len(jars),
+        metastore.describe(settings),
+    )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session

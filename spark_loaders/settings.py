@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from registry.settings import default_home
@@ -30,13 +30,40 @@ class LoaderSettings(BaseSettings):
     )
     metastore_dir: Path = Field(
         default_factory=lambda: default_home() / "metastore",
-        description="Directory of the embedded Derby Hive metastore.",
+        description="Home of the local Derby metastore server: its database, log and pid file.",
     )
     metastore_url: str | None = Field(
         default=None,
         description=(
-            "JDBC URL of the Hive metastore database; default: embedded Derby in metastore_dir."
+            "JDBC URL of the Hive metastore database (e.g. jdbc:postgresql://...); default: the "
+            "local Derby network server on metastore_port."
         ),
+    )
+    metastore_driver: str | None = Field(
+        default=None,
+        description=(
+            "JDBC driver class for metastore_url; inferred for Derby, PostgreSQL and MySQL URLs."
+        ),
+    )
+    metastore_user: str | None = Field(
+        default=None, description="User of the metastore database (metastore_url)."
+    )
+    metastore_password: SecretStr | None = Field(
+        default=None, description="Password of the metastore database (metastore_url)."
+    )
+    metastore_uris: str | None = Field(
+        default=None,
+        description=(
+            "thrift://host:9083[,...] of an external Hive metastore service; when set, Spark "
+            "talks to it and the metastore_url settings are not used."
+        ),
+    )
+    metastore_port: int = Field(
+        default=1527, ge=1, le=65535, description="Port of the local Derby metastore server."
+    )
+    metastore_jars_dir: Path = Field(
+        default_factory=lambda: default_home() / "jars" / "metastore",
+        description="Folder with the Derby server and client jars, fetched by `make jars`.",
     )
     checkpoint_dir: Path = Field(
         default_factory=lambda: default_home() / "checkpoints",
@@ -63,6 +90,14 @@ class LoaderSettings(BaseSettings):
     )
     max_offsets_per_trigger: int | None = Field(
         default=None, ge=1, description="Cap on records read per micro-batch (all topics)."
+    )
+    schema_refresh_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        description=(
+            "How long a subject's latest schema is cached; a newly registered version is "
+            "picked up by the running stream within this time."
+        ),
     )
     starting_offsets: str = Field(
         default="earliest",

@@ -133,7 +133,30 @@ def team_key(api_url: str, api_database: str) -> Callable[[str], str]:
 
 
 @pytest.fixture(scope="session")
-def loader_settings(api_url: str, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def metastore_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The session's local metastore server (Derby), shared by every Spark process."""
+    from spark_loaders.metastore import MetastoreServer
+    from spark_loaders.settings import LoaderSettings
+    from tests.support.ports import free_port
+
+    server = MetastoreServer(
+        LoaderSettings(
+            metastore_dir=tmp_path_factory.mktemp("metastore"),
+            metastore_port=free_port(),
+            metastore_jars_dir=JARS / "metastore",
+        )
+    )
+    server.start()  # raises, naming the log, when it cannot start
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def loader_settings(  # type: ignore[no-untyped-def]
+    api_url: str, metastore_server, tmp_path_factory: pytest.TempPathFactory
+):
     from spark_loaders.settings import LoaderSettings
 
     home = tmp_path_factory.mktemp("spark")
@@ -142,7 +165,9 @@ def loader_settings(api_url: str, tmp_path_factory: pytest.TempPathFactory):  # 
         driver_memory="1g",
         shuffle_partitions=2,
         warehouse_dir=home / "warehouse",
-        metastore_dir=home / "metastore",
+        metastore_dir=metastore_server.home,
+        metastore_port=metastore_server.port,
+        metastore_jars_dir=JARS / "metastore",
         checkpoint_dir=home / "checkpoints",
         jars_dir=JARS / "spark",
         registry_url=api_url,

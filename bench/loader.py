@@ -1,0 +1,319 @@
+"""The bronze loader against a minimal hand-written Structured Streaming job, on the same records.
+
+Baseline: Kafka source, `substring(value, 6)` to strip the Confluent header, `from_avro` with a
+fixed schema, Delta append by path. The hub loader does more per batch (per-topic split, schema
+ids, resolution to the newest schema, quarantine, idempotent writes, comments), and the ratio of
+the two says what that costs.
+
+Figures, each for both jobs, in one Spark session, on one local Kafka broker:
+
+- throughput: records landed per second catching up a topic of N records (availableNow);
+- freshness: a steady publisher (1 partition, `--rate` records/s for `--duration` s) while the
+  job runs with a 1 s trigger; a reader polls the table, and a record's freshness is the time
+  from its Kafka acknowledgement to the first poll that sees it (p50, p95);
+- per-batch cost: Spark jobs per micro-batch and median `addBatch` time;
+- driver RSS of the Spark JVM (current and peak) after each phase.
+
+    .venv/bin/python bench/loader.py              # about 5 minutes on 2 cores
+    .venv/bin/python bench/loader.py --records 20000 --duration 20
+"""
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import httpx  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql.avro.functions import from_avro  # noqa: E402
+from pyspark.sql.streaming import StreamingQuery  # noqa: E402
+
+from bench.servers import api_server, sqlite_database  # noqa: E402
+from hub_kafka.local_broker import LocalBroker  # noqa: E402
+from hub_kafka.settings import KafkaSettings  # noqa: E402
+from spark_loaders.bronze import BronzeLoader  # noqa: E402
+from spark_loaders.session import build_session  # noqa: E402
+from spark_loaders.settings import LoaderSettings  # noqa: E402
+from tests.support.loader import create_topic, produce_avro, register  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
+
+SCHEMA = {
+    "type": "record",
+    "name": "Click",
+    "fields": [
+        {"name": "n", "type": "long"},
+        {"name": "page", "type": "string"},
+        {"name": "sent_ms", "type": "long"},
+    ],
+}
+JARS = REPO / ".hub" / "jars"
+
+Starter = Callable[[str, bool], tuple[StreamingQuery, str]]
+
+
+@dataclass
+class Figures:
+    name: str
+    throughput: float = 0.0
+    fresh_p50: float = 0.0
+    fresh_p95: float = 0.0
+    jobs_per_batch: float = 0.0
+    add_batch_ms: float = 0.0
+    rss_mb: float = 0.0
+    peak_rss_mb: float = 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=50_000, help="records for throughput")
+    parser.add_argument("--rate", type=int, default=200, help="records/s for freshness")
+    parser.add_argument("--duration", type=int, default=30, help="seconds of freshness run")
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="hub-bench-loader-"))
+    try:
+        with _services(home) as (bootstrap, api_url):
+            run(home, bootstrap, api_url, args)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> None:
+    settings = LoaderSettings(
+        master="local[2]",
+        driver_memory="1g",
+        shuffle_partitions=2,
+        warehouse_dir=home / "warehouse",
+        metastore_dir=home / "metastore",
+        metastore_url=f"jdbc:derby:;databaseName={home / 'metastore' / 'db'};create=true",
+        checkpoint_dir=home / "checkpoints",
+        jars_dir=JARS / "spark",
+        registry_url=api_url,
+        trigger_seconds=1.0,
+    )
+    spark = build_session(settings, app_name="bench-loader")
+    kafka = KafkaSettings(bootstrap_servers=bootstrap)
+    print(f"Spark up; driver RSS {_rss(spark)[0]:.0f} MB", flush=True)
+
+    bulk = "bench.bulk"
+    create_topic(bootstrap, bulk, partitions=2)
+    schema_id = register(api_url, "unused-auth-is-off", f"{bulk}-value", SCHEMA)
+    print(f"publishing {args.records} records to {bulk}", flush=True)
+    for start in range(0, args.records, 10_000):
+        values = [
+            {"n": n, "page": f"/p/{n % 50}", "sent_ms": 0}
+            for n in range(start, min(start + 10_000, args.records))
+        ]
+        produce_avro(bootstrap, bulk, schema_id, SCHEMA, values)
+
+    hub = Figures("hub bronze loader")
+    base = Figures("minimal job")
+    starters: list[tuple[Figures, Starter]] = [
+        (base, lambda topic, once: _minimal(spark, home, kafka, topic, once)),
+        (hub, lambda topic, once: _hub(spark, settings, home, kafka, topic, once)),
+    ]
+    for figures, start in starters:
+        print(f"throughput: {figures.name} catching up {args.records} records", flush=True)
+        began = time.monotonic()
+        query, _ = start(bulk, True)
+        query.awaitTermination()
+        elapsed = time.monotonic() - began
+        figures.throughput = args.records / elapsed
+        figures.rss_mb, figures.peak_rss_mb = _rss(spark)
+
+    for index, (figures, start) in enumerate(starters):
+        topic = f"bench.fresh{index}"
+        create_topic(bootstrap, topic, partitions=1)
+        topic_schema = register(api_url, "unused-auth-is-off", f"{topic}-value", SCHEMA)
+        print(f"freshness: {figures.name}, {args.rate}/s for {args.duration} s", flush=True)
+        query, path = start(topic, False)
+        acked: dict[int, float] = {}
+        publisher = threading.Thread(
+            target=_publish_steadily,
+            args=(bootstrap, topic, topic_schema, args.rate, args.duration, acked),
+        )
+        publisher.start()
+        seen: dict[int, float] = {}
+        _poll_visible(spark, path, seen, publisher.is_alive)
+        publisher.join()
+        last = max(acked)
+        _poll_visible(spark, path, seen, lambda s=seen, n=last: n not in s, deadline=60)  # type: ignore[misc]
+        query.stop()
+        delays = sorted(seen[o] - acked[o] for o in acked if o in seen)
+        figures.fresh_p50 = statistics.median(delays)
+        figures.fresh_p95 = delays[int(0.95 * (len(delays) - 1))]
+        # Per-batch costs in steady state (the catch-up run is one batch that creates tables).
+        figures.jobs_per_batch, figures.add_batch_ms = _batch_costs(spark, query)
+        rss = _rss(spark)
+        figures.rss_mb, figures.peak_rss_mb = rss[0], max(rss[1], figures.peak_rss_mb)
+    spark.stop()
+    _report(base, hub, args)
+
+
+def _hub(
+    spark: SparkSession,
+    settings: LoaderSettings,
+    home: Path,
+    kafka: KafkaSettings,
+    topic: str,
+    once: bool,
+) -> tuple[StreamingQuery, str]:
+    own = settings.model_copy(
+        update={
+            "topic_pattern": topic.replace(".", "\\."),
+            "checkpoint_dir": home / "checkpoints" / f"hub-{topic}",
+        }
+    )
+    query = BronzeLoader(spark, own, kafka).start(available_now=once)
+    return query, str(settings.warehouse_dir / "bronze.db" / topic.replace(".", "_"))
+
+
+def _minimal(
+    spark: SparkSession, home: Path, kafka: KafkaSettings, topic: str, once: bool
+) -> tuple[StreamingQuery, str]:
+    path = str(home / "minimal" / topic)
+    stream = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select(
+            from_avro(F.expr("substring(value, 6)"), json.dumps(SCHEMA)).alias("v"),
+            F.col("partition").alias("_hub_partition"),
+            F.col("offset").alias("_hub_offset"),
+        )
+        .select("v.*", "_hub_partition", "_hub_offset")
+        .writeStream.format("delta")
+        .option("checkpointLocation", str(home / "checkpoints" / f"minimal-{topic}"))
+    )
+    trigger = {"availableNow": True} if once else {"processingTime": "1 second"}
+    return stream.trigger(**trigger).start(path), path  # type: ignore[arg-type]
+
+
+def _publish_steadily(
+    bootstrap: str, topic: str, schema_id: int, rate: int, duration: int, acked: dict[int, float]
+) -> None:
+    """`rate` records a second in ten bursts a second; note each offset's acknowledgement time."""
+    burst = max(1, rate // 10)
+    n = 0
+    end = time.monotonic() + duration
+    while time.monotonic() < end:
+        tick = time.monotonic()
+        values = [
+            {"n": n + i, "page": "/", "sent_ms": int(time.time() * 1000)} for i in range(burst)
+        ]
+        positions = produce_avro(bootstrap, topic, schema_id, SCHEMA, values)
+        now = time.monotonic()
+        acked.update({offset: now for _, offset in positions})
+        n += burst
+        time.sleep(max(0.0, 0.1 - (time.monotonic() - tick)))
+
+
+def _poll_visible(
+    spark: SparkSession,
+    path: str,
+    seen: dict[int, float],
+    going: Callable[[], bool],
+    *,
+    deadline: float = 3600,
+) -> None:
+    """Note in `seen` {offset: first time seen} while `going()`; one partition, in order."""
+    highest = max(seen, default=-1)
+    stop = time.monotonic() + deadline
+    while going() and time.monotonic() < stop:
+        try:
+            row = spark.read.format("delta").load(path).agg(F.max("_hub_offset")).first()
+        except Exception:  # the table does not exist before the first batch
+            row = None
+        now = time.monotonic()
+        top = row[0] if row is not None and row[0] is not None else -1
+        for offset in range(highest + 1, top + 1):
+            seen[offset] = now
+        highest = max(highest, top)
+        time.sleep(0.2)
+
+
+def _batch_costs(spark: SparkSession, query: StreamingQuery) -> tuple[float, float]:
+    """(Spark jobs per micro-batch, median addBatch ms) of a query's recent batches."""
+    batches = [p for p in query.recentProgress if p.get("numInputRows", 0) > 0]
+    if not batches:
+        return 0.0, 0.0
+    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(str(query.runId))
+    add = [p["durationMs"].get("addBatch", 0) for p in batches]
+    _print_job_names(spark, str(query.runId), len(batches))
+    return len(jobs) / len(batches), statistics.median(add)
+
+
+def _print_job_names(spark: SparkSession, run_id: str, batches: int) -> None:
+    """Which Spark jobs the batches ran, by name, from the Spark UI's REST API (a profile)."""
+    context = spark.sparkContext
+    if not context.uiWebUrl:
+        return
+    url = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}/jobs"
+    jobs = [j for j in httpx.get(url, timeout=10).json() if j.get("jobGroup") == run_id]
+    names = Counter(j["name"].split(" at ")[0] for j in jobs)
+    print(
+        f"  jobs of {batches} batches: " + ", ".join(f"{n} x {c}" for c, n in names.most_common())
+    )
+
+
+def _rss(spark: SparkSession) -> tuple[float, float]:
+    """(current, peak) resident memory of the Spark driver JVM in MB."""
+    pid = spark._jvm.ProcessHandle.current().pid()  # type: ignore[union-attr]
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def _report(base: Figures, hub: Figures, args: argparse.Namespace) -> None:
+    print()
+    print(f"bronze loader vs minimal job: {args.records} records, freshness at {args.rate}/s")
+    print(
+        f"{'job':<20}{'records/s':>12}{'fresh p50 s':>13}{'fresh p95 s':>13}"
+        f"{'jobs/batch':>12}{'addBatch ms':>13}{'RSS MB':>9}{'peak MB':>9}"
+    )
+    for f in (base, hub):
+        print(
+            f"{f.name:<20}{f.throughput:>12.0f}{f.fresh_p50:>13.2f}{f.fresh_p95:>13.2f}"
+            f"{f.jobs_per_batch:>12.1f}{f.add_batch_ms:>13.0f}{f.rss_mb:>9.0f}{f.peak_rss_mb:>9.0f}"
+        )
+    print(f"throughput ratio (hub / minimal): {hub.throughput / base.throughput:.2f}")
+
+
+@contextmanager
+def _services(home: Path) -> Iterator[tuple[str, str]]:
+    broker = LocalBroker(
+        KafkaSettings(
+            broker_home=home / "kafka",
+            broker_jars_dir=JARS / "kafka",
+            broker_port=free_port(),
+            controller_port=free_port(),
+        )
+    )
+    broker.start()
+    try:
+        with (
+            sqlite_database() as database,
+            api_server(database.url, bootstrap_servers=broker.bootstrap_servers) as api,
+        ):
+            yield broker.bootstrap_servers, api.base_url
+    finally:
+        broker.stop()
+
+
+if __name__ == "__main__":
+    main()

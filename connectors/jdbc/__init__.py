@@ -1,0 +1,1 @@
+"""JDBC-style polling of any SQLAlchemy database: new and changed rows by column values."""

@@ -1,0 +1,1 @@
+"""Tailing log files (JSON lines or named-group regexes) across rotation and truncation."""

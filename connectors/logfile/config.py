@@ -1,0 +1,93 @@
+"""The `logfile` source configuration, as written in a connector YAML file."""
+
+import re
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+LineFormat = Literal["json", "regex", "apache_common", "apache_combined", "nginx_combined"]
+FieldType = Literal["string", "int", "long", "double", "boolean", "timestamp"]
+
+
+class LogField(BaseModel):
+    """One field of the feed's records: where it comes from in a line and its type."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: FieldType = Field(default="string", description="Avro type of the field.")
+    source: str | None = Field(
+        default=None,
+        description="Regex group or JSON key the value comes from (default: the field's name).",
+    )
+    format: str | None = Field(
+        default=None,
+        description=(
+            "For timestamps: a `strptime` format such as `%d/%b/%Y:%H:%M:%S %z`; "
+            "default: ISO-8601 text or epoch milliseconds."
+        ),
+    )
+    required: bool = Field(
+        default=False,
+        description="A line without this value goes to the DLQ; otherwise the field is null.",
+    )
+
+
+class LogfileSource(BaseModel):
+    """Tails files matched by glob patterns and turns each complete line into a record."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    paths: list[str] = Field(
+        min_length=1,
+        description="Files or glob patterns (`/var/log/app/*.log`); new matches are picked up.",
+    )
+    format: LineFormat = Field(
+        description=(
+            "json: one JSON object per line; regex: `pattern` with named groups; apache_common, "
+            "apache_combined, nginx_combined: the web servers' access-log formats."
+        )
+    )
+    pattern: str | None = Field(
+        default=None, description="Regular expression with named groups (format `regex`)."
+    )
+    fields: dict[str, LogField] = Field(
+        default_factory=dict,
+        description=(
+            "The record's fields by name; default for regex formats: every named group as "
+            "a string. Required for `json`."
+        ),
+    )
+    start_at: Literal["beginning", "end"] = Field(
+        default="beginning",
+        description="Where to start in a file seen for the first time (no stored position).",
+    )
+    poll_seconds: float = Field(default=1.0, gt=0, description="Pause between looks at files.")
+    batch_size: int = Field(default=500, gt=0, description="Lines published per batch at most.")
+    max_line_bytes: int = Field(
+        default=1_048_576,
+        gt=0,
+        description="A longer line goes to the DLQ (truncated) instead of being parsed.",
+    )
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        if pattern is None:
+            return None
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from exc
+        if not compiled.groupindex:
+            raise ValueError("the pattern has no named groups, e.g. (?P<status>\\d+)")
+        return pattern
+
+    @model_validator(mode="after")
+    def _format_needs(self) -> Self:
+        if self.format == "regex" and self.pattern is None:
+            raise ValueError("format 'regex' needs `pattern`")
+        if self.format != "regex" and self.pattern is not None:
+            raise ValueError(f"`pattern` is only used with format 'regex', not '{self.format}'")
+        if self.format == "json" and not self.fields:
+            raise ValueError("format 'json' needs `fields` (the record's fields and types)")
+        return self

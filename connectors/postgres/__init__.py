@@ -1,0 +1,1 @@
+"""PostgreSQL change data capture through logical replication with the built-in `pgoutput`."""

@@ -1,0 +1,234 @@
+"""From pgoutput messages to change events, buffered per topic until they are published.
+
+`ChangeDecoder` follows the transaction framing (Begin ... Commit), keeps the table shape each
+Relation message announces (a new one after `ALTER TABLE` yields a new schema version), and turns
+Insert/Update/Delete/Truncate into envelopes. Transactions that committed at or before the
+resume position are skipped: the server may send them again after a restart.
+"""
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from connectors.postgres import pgoutput
+from connectors.postgres.envelope import (
+    UNCHANGED_HEADER,
+    Origin,
+    TableColumn,
+    TableShape,
+    convert_row,
+    key_of,
+    source_block,
+    value_schema,
+)
+from connectors.postgres.errors import PgOutputError
+from connectors.postgres.pgoutput import ReplicaIdentity
+from connectors.postgres.typemap import PgType, column_type
+from hub_kafka.publish import NO_KEY, IncomingRecord
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class CapturedTable:
+    """A captured table: its topic, current shape and the schema text of that shape."""
+
+    topic: str
+    shape: TableShape
+    schema_text: str = ""
+    identity: ReplicaIdentity = ReplicaIdentity.DEFAULT
+
+    def __post_init__(self) -> None:
+        if not self.schema_text:
+            self.schema_text = json.dumps(value_schema(self.shape, self.topic))
+
+
+@dataclass(slots=True)
+class Pending:
+    """Events waiting to be published, per (topic, schema) in arrival order."""
+
+    batches: dict[tuple[str, str], list[IncomingRecord]] = field(default_factory=dict)
+    count: int = 0
+    since: float = 0.0
+
+    def add(self, table: CapturedTable, record: IncomingRecord) -> None:
+        if not self.count:
+            self.since = time.monotonic()
+        self.batches.setdefault((table.topic, table.schema_text), []).append(record)
+        self.count += 1
+
+    def clear(self) -> None:
+        self.batches = {}
+        self.count = 0
+
+
+def envelope(
+    op: str, before: dict[str, Any] | None, after: dict[str, Any] | None, source: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "before": before,
+        "after": after,
+        "op": op,
+        "ts_ms": int(time.time() * 1000),
+        "source": source,
+    }
+
+
+class ChangeDecoder:
+    """Decodes the stream of one slot into `Pending` events; see the module docstring."""
+
+    def __init__(
+        self,
+        tables: dict[str, CapturedTable],
+        *,
+        origin: Origin,
+        resume_lsn: int,
+        describe: Callable[[str], TableShape],
+        lookup_type: Callable[[int], PgType],
+    ) -> None:
+        self._tables = tables  # by `schema.table`
+        self._origin = origin
+        self._resume_lsn = resume_lsn
+        self._describe = describe
+        self._lookup_type = lookup_type
+        self._relations: dict[int, CapturedTable | None] = {}
+        self._xid: int | None = None
+        self._commit_ms = 0
+        self._skipping = False
+        self._last_commit_lsn: int | None = None
+        self.in_transaction = False
+        self.last_xid: int | None = None
+
+    def handle(self, data: bytes, lsn: int, pending: Pending) -> pgoutput.Commit | None:
+        """Decode one message into `pending`; returns the Commit that ends a transaction."""
+        message = pgoutput.decode(data)
+        if isinstance(message, pgoutput.Begin):
+            self.in_transaction = True
+            self._skipping = message.final_lsn < self._resume_lsn
+            self._xid = message.xid
+            self._commit_ms = message.commit_ms
+        elif isinstance(message, pgoutput.Commit):
+            self.in_transaction = False
+            self._skipping = False
+            self._last_commit_lsn = message.commit_lsn
+            self.last_xid = self._xid
+            return message
+        elif isinstance(message, pgoutput.Relation):
+            self._relation(message)
+        elif self._skipping:
+            pass
+        elif isinstance(message, pgoutput.Insert):
+            self._insert(message, lsn, pending)
+        elif isinstance(message, pgoutput.Update):
+            self._update(message, lsn, pending)
+        elif isinstance(message, pgoutput.Delete):
+            self._delete(message, lsn, pending)
+        elif isinstance(message, pgoutput.Truncate):
+            self._truncate(message, lsn, pending)
+        return None
+
+    def _relation(self, message: pgoutput.Relation) -> None:
+        qualified = f"{message.schema}.{message.table}"
+        table = self._tables.get(qualified)
+        if table is None:  # in the publication, but not captured by this connector
+            self._relations[message.relation_id] = None
+            return
+        current = self._describe(qualified)
+        comments = {c.name: c.comment for c in current.columns}
+        names = [c.name for c in message.columns]
+        shape = TableShape(
+            schema=message.schema,
+            table=message.table,
+            columns=tuple(
+                TableColumn(
+                    name=c.name,
+                    type=column_type(c.type_oid, c.type_modifier, self._lookup_type),
+                    comment=comments.get(c.name),
+                    type_oid=c.type_oid,
+                )
+                for c in message.columns
+            ),
+            primary_key=tuple(k for k in current.primary_key if k in names),
+            comment=current.comment,
+        )
+        updated = CapturedTable(topic=table.topic, shape=shape, identity=message.replica_identity)
+        if updated.schema_text != table.schema_text:
+            log.info("table %s changed shape: columns %s", qualified, ", ".join(names))
+        self._tables[qualified] = updated
+        self._relations[message.relation_id] = updated
+
+    def _table(self, relation_id: int) -> CapturedTable | None:
+        if relation_id not in self._relations:
+            raise PgOutputError(f"change for relation {relation_id} before its Relation message")
+        return self._relations[relation_id]
+
+    def _source(self, table: CapturedTable, lsn: int) -> dict[str, Any]:
+        return source_block(
+            self._origin,
+            table.shape,
+            commit_ms=self._commit_ms,
+            snapshot="false",
+            tx_id=self._xid,
+            lsn=lsn,
+            last_commit_lsn=self._last_commit_lsn,
+        )
+
+    def _record(
+        self, table: CapturedTable, key: Any, value: Any, unchanged: list[str] | None = None
+    ) -> IncomingRecord:
+        headers = {UNCHANGED_HEADER: ",".join(unchanged)} if unchanged else None
+        return IncomingRecord(
+            key=key, value=value, headers=headers, timestamp=self._commit_ms or None
+        )
+
+    def _insert(self, message: pgoutput.Insert, lsn: int, pending: Pending) -> None:
+        table = self._table(message.relation_id)
+        if table is None:
+            return
+        after = convert_row(table.shape, message.new).values
+        value = envelope("c", None, after, self._source(table, lsn))
+        pending.add(table, self._record(table, key_of(table.shape, after), value))
+
+    def _update(self, message: pgoutput.Update, lsn: int, pending: Pending) -> None:
+        table = self._table(message.relation_id)
+        if table is None:
+            return
+        full_old = message.old if message.old is not None and not message.old_is_key_only else None
+        after = convert_row(table.shape, message.new, fallback=full_old)
+        before = None if message.old is None else convert_row(table.shape, message.old).values
+        new_key = key_of(table.shape, after.values)
+        old_key = None if before is None else key_of(table.shape, before)
+        source = self._source(table, lsn)
+        if old_key is not None and old_key != new_key:
+            # The primary key changed: the old key is deleted, the new one created, as Debezium
+            # does, so compaction by key stays right.
+            pending.add(table, self._record(table, old_key, envelope("d", before, None, source)))
+            pending.add(table, self._record(table, old_key, None))
+            value = envelope("c", None, after.values, source)
+            pending.add(table, self._record(table, new_key, value, after.unchanged))
+            return
+        value = envelope("u", before, after.values, source)
+        pending.add(table, self._record(table, new_key, value, after.unchanged))
+
+    def _delete(self, message: pgoutput.Delete, lsn: int, pending: Pending) -> None:
+        table = self._table(message.relation_id)
+        if table is None:
+            return
+        before = convert_row(table.shape, message.old).values
+        key = key_of(table.shape, before)
+        pending.add(
+            table, self._record(table, key, envelope("d", before, None, self._source(table, lsn)))
+        )
+        if key is not None:
+            pending.add(table, self._record(table, key, None))  # the tombstone
+
+    def _truncate(self, message: pgoutput.Truncate, lsn: int, pending: Pending) -> None:
+        for relation_id in message.relation_ids:
+            table = self._table(relation_id)
+            if table is None:
+                continue
+            value = envelope("t", None, None, self._source(table, lsn))
+            pending.add(table, self._record(table, NO_KEY, value))

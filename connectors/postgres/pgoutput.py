@@ -1,0 +1,357 @@
+"""Decoder of the `pgoutput` logical replication messages (protocol version 1).
+
+The server's built-in output plugin sends one binary message per XLogData frame: Begin, Relation,
+Type, Insert, Update, Delete, Truncate, Commit (and Origin / Message, which are decoded and then
+ignored by the connector). Integers are big-endian, strings NUL-terminated; column values come as
+tuple data where each column is null (`n`), an unchanged TOASTed value the server did not send
+(`u`), or text in the type's output format (`t`). The layout is described in the PostgreSQL
+documentation, "Logical Replication Message Formats".
+"""
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum, unique
+
+from connectors.postgres.errors import PgOutputError
+
+# Timestamps in the protocol count microseconds from the PostgreSQL epoch.
+PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_PG_EPOCH_UNIX_MS = 946_684_800_000
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_BEGIN = struct.Struct(">QqI")
+_COMMIT = struct.Struct(">BQQq")
+_RELATION_COLUMN = struct.Struct(">Ii")
+
+
+class UnchangedToast:
+    """The marker for a column whose TOASTed value the server left out (kind `u`)."""
+
+    _instance: "UnchangedToast | None" = None
+
+    def __new__(cls) -> "UnchangedToast":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNCHANGED_TOAST"
+
+
+UNCHANGED_TOAST = UnchangedToast()
+
+# A column value as sent: text, None for SQL NULL, or the unchanged-TOAST marker.
+TupleValue = str | None | UnchangedToast
+
+
+@unique
+class ReplicaIdentity(StrEnum):
+    DEFAULT = "d"
+    NOTHING = "n"
+    FULL = "f"
+    INDEX = "i"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type_oid: int
+    type_modifier: int
+    in_identity: bool  # part of the replica identity (every column with REPLICA IDENTITY FULL)
+
+
+@dataclass(frozen=True, slots=True)
+class Begin:
+    final_lsn: int  # the LSN of the transaction's commit record
+    commit_ms: int  # commit time, milliseconds since the Unix epoch
+    xid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    commit_lsn: int
+    end_lsn: int  # just past the commit record: where a restarted stream resumes
+    commit_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    lsn: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    relation_id: int
+    schema: str
+    table: str
+    replica_identity: ReplicaIdentity
+    columns: tuple[Column, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TypeInfo:
+    type_oid: int
+    schema: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Insert:
+    relation_id: int
+    new: tuple[TupleValue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    relation_id: int
+    old: tuple[TupleValue, ...] | None  # old identity (`K`) or whole old row (`O`), if sent
+    old_is_key_only: bool
+    new: tuple[TupleValue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    relation_id: int
+    old: tuple[TupleValue, ...]
+    old_is_key_only: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Truncate:
+    relation_ids: tuple[int, ...]
+    cascade: bool
+    restart_identity: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LogicalMessage:
+    transactional: bool
+    lsn: int
+    prefix: str
+    content: bytes
+
+
+Message = (
+    Begin
+    | Commit
+    | Origin
+    | Relation
+    | TypeInfo
+    | Insert
+    | Update
+    | Delete
+    | Truncate
+    | LogicalMessage
+)
+
+
+def pg_time_to_unix_ms(microseconds: int) -> int:
+    """A protocol timestamp (µs since 2000-01-01) as milliseconds since the Unix epoch."""
+    return _PG_EPOCH_UNIX_MS + microseconds // 1000
+
+
+class _Reader:
+    """A cursor over one message's bytes."""
+
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def byte(self) -> str:
+        value = self.data[self.pos : self.pos + 1]
+        if not value:
+            raise PgOutputError("pgoutput message ended early")
+        self.pos += 1
+        return chr(value[0])
+
+    def int16(self) -> int:
+        (value,) = _INT16.unpack_from(self.data, self.pos)
+        self.pos += 2
+        return int(value)
+
+    def int32(self) -> int:
+        (value,) = _INT32.unpack_from(self.data, self.pos)
+        self.pos += 4
+        return int(value)
+
+    def uint32(self) -> int:
+        (value,) = _UINT32.unpack_from(self.data, self.pos)
+        self.pos += 4
+        return int(value)
+
+    def string(self) -> str:
+        end = self.data.index(b"\x00", self.pos)
+        value = self.data[self.pos : end].decode("utf-8")
+        self.pos = end + 1
+        return value
+
+    def tuple_data(self) -> tuple[TupleValue, ...]:
+        data = self.data
+        count = self.int16()
+        values: list[TupleValue] = []
+        pos = self.pos
+        for _ in range(count):
+            kind = data[pos]
+            pos += 1
+            if kind == 0x74:  # 't': text
+                (length,) = _INT32.unpack_from(data, pos)
+                pos += 4
+                values.append(data[pos : pos + length].decode("utf-8"))
+                pos += length
+            elif kind == 0x6E:  # 'n': null
+                values.append(None)
+            elif kind == 0x75:  # 'u': unchanged TOAST value, not sent
+                values.append(UNCHANGED_TOAST)
+            else:
+                raise PgOutputError(
+                    f"pgoutput tuple column kind {chr(kind)!r} is not supported; the connector "
+                    "reads text values (do not enable the `binary` option)"
+                )
+        self.pos = pos
+        return tuple(values)
+
+
+def decode(data: bytes) -> Message:
+    """Decode one pgoutput message."""
+    if not data:
+        raise PgOutputError("empty pgoutput message")
+    reader = _Reader(data)
+    tag = reader.byte()
+    decoder = _DECODERS.get(tag)
+    if decoder is None:
+        raise PgOutputError(
+            f"pgoutput message type {tag!r} is not supported by protocol version 1 decoding"
+        )
+    return decoder(reader)
+
+
+def _begin(reader: _Reader) -> Begin:
+    final_lsn, timestamp, xid = _BEGIN.unpack_from(reader.data, reader.pos)
+    return Begin(final_lsn=final_lsn, commit_ms=pg_time_to_unix_ms(timestamp), xid=xid)
+
+
+def _commit(reader: _Reader) -> Commit:
+    _flags, commit_lsn, end_lsn, timestamp = _COMMIT.unpack_from(reader.data, reader.pos)
+    return Commit(commit_lsn=commit_lsn, end_lsn=end_lsn, commit_ms=pg_time_to_unix_ms(timestamp))
+
+
+def _origin(reader: _Reader) -> Origin:
+    (lsn,) = struct.unpack_from(">Q", reader.data, reader.pos)
+    reader.pos += 8
+    return Origin(lsn=lsn, name=reader.string())
+
+
+def _relation(reader: _Reader) -> Relation:
+    relation_id = reader.uint32()
+    schema = reader.string()
+    table = reader.string()
+    identity = ReplicaIdentity(reader.byte())
+    columns = []
+    for _ in range(reader.int16()):
+        flags = reader.data[reader.pos]
+        reader.pos += 1
+        name = reader.string()
+        type_oid, modifier = _RELATION_COLUMN.unpack_from(reader.data, reader.pos)
+        reader.pos += 8
+        columns.append(
+            Column(
+                name=name, type_oid=type_oid, type_modifier=modifier, in_identity=bool(flags & 1)
+            )
+        )
+    return Relation(
+        relation_id=relation_id,
+        schema=schema,
+        table=table,
+        replica_identity=identity,
+        columns=tuple(columns),
+    )
+
+
+def _type(reader: _Reader) -> TypeInfo:
+    type_oid = reader.uint32()
+    return TypeInfo(type_oid=type_oid, schema=reader.string(), name=reader.string())
+
+
+def _insert(reader: _Reader) -> Insert:
+    relation_id = reader.uint32()
+    marker = reader.byte()
+    if marker != "N":
+        raise PgOutputError(f"pgoutput Insert: expected new tuple marker 'N', got {marker!r}")
+    return Insert(relation_id=relation_id, new=reader.tuple_data())
+
+
+def _update(reader: _Reader) -> Update:
+    relation_id = reader.uint32()
+    marker = reader.byte()
+    old: tuple[TupleValue, ...] | None = None
+    key_only = False
+    if marker in ("K", "O"):
+        key_only = marker == "K"
+        old = reader.tuple_data()
+        marker = reader.byte()
+    if marker != "N":
+        raise PgOutputError(f"pgoutput Update: expected new tuple marker 'N', got {marker!r}")
+    return Update(
+        relation_id=relation_id, old=old, old_is_key_only=key_only, new=reader.tuple_data()
+    )
+
+
+def _delete(reader: _Reader) -> Delete:
+    relation_id = reader.uint32()
+    marker = reader.byte()
+    if marker not in ("K", "O"):
+        raise PgOutputError(f"pgoutput Delete: expected 'K' or 'O', got {marker!r}")
+    return Delete(relation_id=relation_id, old=reader.tuple_data(), old_is_key_only=marker == "K")
+
+
+def _truncate(reader: _Reader) -> Truncate:
+    count = reader.int32()
+    options = reader.data[reader.pos]
+    reader.pos += 1
+    relation_ids = tuple(reader.uint32() for _ in range(count))
+    return Truncate(
+        relation_ids=relation_ids, cascade=bool(options & 1), restart_identity=bool(options & 2)
+    )
+
+
+def _message(reader: _Reader) -> LogicalMessage:
+    flags = reader.data[reader.pos]
+    reader.pos += 1
+    (lsn,) = struct.unpack_from(">Q", reader.data, reader.pos)
+    reader.pos += 8
+    prefix = reader.string()
+    length = reader.int32()
+    content = bytes(reader.data[reader.pos : reader.pos + length])
+    return LogicalMessage(transactional=bool(flags & 1), lsn=lsn, prefix=prefix, content=content)
+
+
+_DECODERS: dict[str, Callable[[_Reader], Message]] = {
+    "B": _begin,
+    "C": _commit,
+    "O": _origin,
+    "R": _relation,
+    "Y": _type,
+    "I": _insert,
+    "U": _update,
+    "D": _delete,
+    "T": _truncate,
+    "M": _message,
+}
+
+
+def format_lsn(lsn: int) -> str:
+    """An LSN in PostgreSQL's text form, e.g. `0/16B3748`."""
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+
+def parse_lsn(text: str) -> int:
+    """PostgreSQL's text form of an LSN (`0/16B3748`) as an integer."""
+    high, _, low = text.partition("/")
+    return (int(high, 16) << 32) | int(low, 16)

@@ -1,0 +1,326 @@
+"""The `postgres-cdc` source: snapshot, then stream a logical replication slot into Kafka.
+
+Position: one source partition per slot. Its offset is the end LSN of the last transaction whose
+every event Kafka acknowledged (`lsn`, `txId`) and whether the snapshot finished. The slot's
+confirmed flush LSN is moved to that offset only after the runtime committed it, so a crash
+replays (at-least-once; duplicates carry the same `source.lsn`) and never skips.
+"""
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from catalog.types import FeedKind, TeamName
+from connectors.config import PostgresCdcConnector
+from connectors.postgres.catalog import Catalog, connect
+from connectors.postgres.changes import CapturedTable, ChangeDecoder, Pending, envelope
+from connectors.postgres.config import PostgresCdcSource
+from connectors.postgres.envelope import Origin, convert_row, key_of, key_schema, source_block
+from connectors.postgres.errors import CdcSetupError
+from connectors.postgres.pgoutput import format_lsn
+from connectors.postgres.snapshot import begin_snapshot, read_table
+from connectors.postgres.stream import ReplicationStream
+from connectors.runtime import Batch, SourceContext
+from hub_kafka.feeds import FeedSpec
+from hub_kafka.publish import IncomingRecord
+from hub_kafka.topics import topic_name
+
+log = logging.getLogger(__name__)
+
+
+def create(config: PostgresCdcConnector) -> "PostgresCdc":
+    return PostgresCdc(config)
+
+
+class PostgresCdc:
+    """One connector's tables, captured through one slot and one publication."""
+
+    def __init__(self, config: PostgresCdcConnector) -> None:
+        self._config = config
+        self._source = config.source
+        self._dsn = config.source.dsn.get_secret_value()
+        self._partition = {"slot": config.source.slot}
+
+    def topic(self, qualified: str) -> str:
+        return str(topic_name(f"{self._config.topic_prefix}.{qualified}"))
+
+    def _captured(self, catalog: Catalog) -> dict[str, CapturedTable]:
+        return {
+            t: CapturedTable(topic=self.topic(t), shape=catalog.table(t))
+            for t in self._source.tables
+        }
+
+    def feeds(self) -> Sequence[FeedSpec]:
+        """A changelog feed per table with a primary key; an event feed for one without."""
+        with connect(self._dsn) as conn:
+            catalog = Catalog(conn)
+            catalog.check_server()
+            captured = self._captured(catalog)
+        specs = []
+        for qualified, table in captured.items():
+            key = key_schema(table.shape, table.topic)
+            specs.append(
+                FeedSpec(
+                    topic=table.topic,
+                    owner=TeamName(self._config.owner),
+                    kind=FeedKind.CHANGELOG if key is not None else FeedKind.EVENT,
+                    value_schema=table.schema_text,
+                    partitions=self._config.partitions,
+                    key_fields=table.shape.primary_key,
+                    description=f"Row changes of PostgreSQL table {qualified} (CDC).",
+                    key_schema=json.dumps(key) if key is not None else None,
+                )
+            )
+        return specs
+
+    def run(self, context: SourceContext) -> None:
+        """Snapshot if needed, then stream until stopped."""
+        config = self._source
+        with connect(self._dsn) as conn:
+            catalog = Catalog(conn)
+            catalog.check_server()
+            catalog.ensure_publication(
+                config.publication, config.tables, create=config.create_publication
+            )
+            stored = context.offset(self._partition)
+            stream = ReplicationStream(self._dsn)
+            try:
+                self._run(context, catalog, stream, stored)
+            finally:
+                stream.close()
+
+    def _run(
+        self,
+        context: SourceContext,
+        catalog: Catalog,
+        stream: ReplicationStream,
+        stored: dict[str, Any] | None,
+    ) -> None:
+        config = self._source
+        snapshot_done = bool(stored and stored.get("snapshot_done"))
+        wants_snapshot = config.snapshot_mode != "never" and not snapshot_done
+        slot = catalog.slot(config.slot)
+        exported: str | None = None
+        if slot is None:
+            if not config.create_slot:
+                raise CdcSetupError(
+                    f"replication slot {config.slot} does not exist; create it with "
+                    f"`SELECT pg_create_logical_replication_slot('{config.slot}', 'pgoutput')` "
+                    "or set `create_slot: true`."
+                )
+            if stored is not None:
+                log.warning(
+                    "replication slot %s is gone although a position was stored; changes made "
+                    "while it was missing are not in the stream%s",
+                    config.slot,
+                    "; taking a new snapshot" if config.snapshot_mode != "never" else "",
+                )
+                wants_snapshot = config.snapshot_mode != "never"
+                stored = None
+            created = stream.create_slot(config.slot, export_snapshot=wants_snapshot)
+            point, exported = created.consistent_point, created.snapshot_name
+        else:
+            if slot.plugin != "pgoutput" or slot.database != catalog.database:
+                raise CdcSetupError(
+                    f"replication slot {config.slot} uses plugin {slot.plugin} on database "
+                    f"{slot.database}; the connector needs a pgoutput slot on "
+                    f"{catalog.database}. Choose another `slot` name."
+                )
+            point = slot.confirmed_flush_lsn or 0
+        origin = Origin(name=self._config.name, db=catalog.database)
+        tables = self._captured(catalog)
+        if wants_snapshot:
+            self._snapshot(context, tables, origin, exported=exported, point=point)
+            stored = {"lsn": point, "txId": None, "snapshot_done": True}
+        if config.snapshot_mode == "initial_only":
+            log.info("snapshot finished; snapshot_mode initial_only stops here")
+            return
+        resume = int(stored["lsn"]) if stored and stored.get("lsn") is not None else point
+        offset = dict(stored) if stored else {"lsn": resume, "txId": None, "snapshot_done": False}
+        decoder = ChangeDecoder(
+            tables,
+            origin=origin,
+            resume_lsn=resume,
+            describe=catalog.table,
+            lookup_type=catalog.pg_type,
+        )
+        stream.start(
+            config.slot,
+            config.publication,
+            start_lsn=resume,
+            status_seconds=config.heartbeat_seconds,
+        )
+        _Streamer(self, context, catalog, stream, decoder, offset).loop()
+
+    def _snapshot(
+        self,
+        context: SourceContext,
+        tables: dict[str, CapturedTable],
+        origin: Origin,
+        *,
+        exported: str | None,
+        point: int,
+    ) -> None:
+        """Publish every row as an `r` event; the last one says `snapshot: last`."""
+        config = self._source
+        started_ms = int(time.time() * 1000)
+        log.info(
+            "snapshot of %s at %s (%s)",
+            ", ".join(tables),
+            format_lsn(point),
+            "exported by the new slot" if exported else "a new transaction; overlap is replayed",
+        )
+        running = {"lsn": point, "txId": None, "snapshot_done": False}
+        with connect(self._dsn) as conn:
+            begin_snapshot(conn, exported)
+            held: Batch | None = None
+            for qualified, table in tables.items():
+                for rows in read_table(conn, table.shape, batch_rows=config.snapshot_batch_rows):
+                    records = []
+                    for row in rows:
+                        after = convert_row(table.shape, row).values
+                        source = source_block(
+                            origin, table.shape, commit_ms=started_ms, snapshot="true",
+                            tx_id=None, lsn=point,
+                        )  # fmt: skip
+                        records.append(
+                            IncomingRecord(
+                                key=key_of(table.shape, after),
+                                value=envelope("r", None, after, source),
+                            )
+                        )
+                    if held is not None:
+                        context.emit(held)
+                    held = Batch(
+                        topic=table.topic,
+                        partition=self._partition,
+                        offset=running,
+                        records=records,
+                        value_schema=table.schema_text,
+                    )
+                log.info("snapshot of %s read", qualified)
+            conn.execute("COMMIT")
+        done = {"lsn": point, "txId": None, "snapshot_done": True}
+        if held is None:
+            first = next(iter(tables.values()))
+            context.emit(Batch(topic=first.topic, partition=self._partition, offset=done))
+            return
+        last = held.records[-1]
+        assert isinstance(last.value, dict)
+        last.value["source"]["snapshot"] = "last"
+        context.emit(
+            Batch(
+                topic=held.topic,
+                partition=self._partition,
+                offset=done,
+                records=held.records,
+                value_schema=held.value_schema,
+            )
+        )
+
+    @property
+    def partition(self) -> dict[str, Any]:
+        return self._partition
+
+    @property
+    def source_config(self) -> PostgresCdcSource:
+        return self._source
+
+
+class _Streamer:
+    """The streaming loop: read, decode, publish in batches, confirm, heartbeat."""
+
+    def __init__(
+        self,
+        owner: PostgresCdc,
+        context: SourceContext,
+        catalog: Catalog,
+        stream: ReplicationStream,
+        decoder: ChangeDecoder,
+        offset: dict[str, Any],
+    ) -> None:
+        self._config = owner.source_config
+        self._partition = owner.partition
+        self._any_topic = owner.topic(self._config.tables[0])
+        self._context = context
+        self._catalog = catalog
+        self._stream = stream
+        self._decoder = decoder
+        self._committed = offset  # what the offset store holds
+        self._done = dict(offset)  # the last transaction read completely (maybe unpublished)
+        self._pending = Pending()
+        self._next_beat = time.monotonic() + self._config.heartbeat_seconds
+
+    def loop(self) -> None:
+        config = self._config
+        while True:
+            message = self._stream.read()
+            if message is not None:
+                commit = self._decoder.handle(message.payload, message.lsn, self._pending)
+                if commit is not None:
+                    self._done = {
+                        "lsn": commit.end_lsn,
+                        "txId": self._decoder.last_xid,
+                        "snapshot_done": self._committed.get("snapshot_done", False),
+                    }
+                if self._pending.count >= config.max_batch_events or (
+                    self._pending.count
+                    and time.monotonic() - self._pending.since >= config.max_batch_seconds
+                ):
+                    self._flush()
+                continue
+            # Nothing waiting on the socket: publish what is buffered, then idle briefly.
+            if self._pending.count:
+                self._flush()
+            elif self._done["lsn"] > self._committed["lsn"] and (
+                time.monotonic() >= self._next_beat
+            ):
+                self._flush()  # transactions that touched no captured table still move on
+            if time.monotonic() >= self._next_beat:
+                self._heartbeat()
+            self._context.sleep(0)
+            self._stream.wait(0.2)
+
+    def _flush(self) -> None:
+        """Publish the buffered events, one batch per topic; commit, then confirm the slot."""
+        batches = list(self._pending.batches.items())
+        self._pending.clear()
+        target = self._done
+        if not batches:
+            self._context.emit(
+                Batch(topic=self._any_topic, partition=self._partition, offset=target)
+            )
+        for index, ((topic, schema_text), records) in enumerate(batches):
+            # Only the last batch carries the new position: a crash between batches must not
+            # store a position whose earlier events are not all in Kafka.
+            offset = target if index == len(batches) - 1 else self._committed
+            self._context.emit(
+                Batch(
+                    topic=topic,
+                    partition=self._partition,
+                    offset=offset,
+                    records=records,
+                    value_schema=schema_text,
+                )
+            )
+        self._committed = dict(target)
+        self._stream.confirm(int(target["lsn"]))
+        if time.monotonic() >= self._next_beat:
+            self._heartbeat()
+
+    def _heartbeat(self) -> None:
+        self._next_beat = time.monotonic() + self._config.heartbeat_seconds
+        self._stream.confirm(int(self._committed["lsn"]))
+        if self._config.heartbeat_write:
+            self._catalog.heartbeat()
+        lag = self._catalog.slot_lag_bytes(self._config.slot)
+        self._context.metrics["slot_lag_bytes"] = lag
+        self._context.metrics["confirmed_lsn"] = format_lsn(int(self._committed["lsn"]))
+        log.info(
+            "slot %s: confirmed %s, lag %s bytes",
+            self._config.slot,
+            format_lsn(int(self._committed["lsn"])),
+            lag,
+        )

@@ -1,0 +1,48 @@
+"""Settings of connector processes (environment prefix `HUB_CONNECT_`)."""
+
+import os
+import socket
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class ConnectSettings(BaseSettings):
+    """Where connectors keep their positions and share their state, and how they retry."""
+
+    model_config = SettingsConfigDict(env_prefix="HUB_CONNECT_", extra="ignore")
+
+    worker_id: str = Field(
+        default_factory=_default_worker_id,
+        description="Name of this connector process in status answers (default host:pid).",
+    )
+    offsets_topic: str = Field(
+        default="_hub_connect_offsets",
+        description="Compacted topic holding each connector's source positions.",
+    )
+    configs_topic: str = Field(
+        default="_hub_connect_configs",
+        description="Compacted topic holding connector configurations and their target states.",
+    )
+    status_topic: str = Field(
+        default="_hub_connect_status",
+        description="Compacted topic holding the state of every connector and its tasks.",
+    )
+    heartbeat_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "How often a running connector rewrites its status; the API reports a connector "
+            "whose status is older than three heartbeats as UNASSIGNED."
+        ),
+    )
+    publish_retries: int = Field(
+        default=5, ge=0, description="Retries of a batch Kafka did not acknowledge."
+    )
+    retry_backoff_seconds: float = Field(
+        default=2.0, gt=0, description="Wait before the first retry; doubles on each retry."
+    )

@@ -1,0 +1,87 @@
+"""Connectors: Kafka Connect's REST verbs over the shared connector state in Kafka.
+
+Connectors run as their own processes (`hub connect run`); these routes read what they report
+and ask them to pause, resume or restart through the configs topic they follow.
+"""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response, status
+
+from catalog.types import Principal, TeamName
+from connectors.control import ControlPlane
+from hub_api.auth import Caller, Reader, require_owner
+
+router = APIRouter(prefix="/v1/connectors", tags=["connectors"])
+
+
+async def _control(request: Request) -> ControlPlane:
+    control: ControlPlane = request.app.state.connectors
+    return control
+
+
+Control = Annotated[ControlPlane, Depends(_control)]
+
+
+@router.get("")
+def list_connectors(control: Control, _reader: Reader) -> list[str]:
+    """Names of every connector a `hub connect run` process has announced."""
+    return control.names()
+
+
+@router.get("/{name}")
+def get_connector(name: str, control: Control, _reader: Reader) -> dict[str, Any]:
+    """The connector's configuration (secrets masked), its type, owner team and worker."""
+    info = control.describe(name)
+    return {
+        "name": info.name,
+        "type": info.type,
+        "owner": info.owner,
+        "worker_id": info.worker_id,
+        "config": info.config,
+    }
+
+
+@router.get("/{name}/status")
+def connector_status(name: str, control: Control, _reader: Reader) -> dict[str, Any]:
+    """Kafka Connect's status shape: the connector's state and worker, and each task's."""
+    return control.status(name)
+
+
+@router.get("/{name}/offsets")
+def connector_offsets(name: str, control: Control, _reader: Reader) -> dict[str, Any]:
+    """The source positions the connector has committed, one per source partition."""
+    return {
+        "offsets": [
+            {"partition": o.partition, "offset": o.offset} for o in control.stored_offsets(name)
+        ]
+    }
+
+
+def _authorize(control: ControlPlane, name: str, caller: Principal) -> None:
+    owner = TeamName(control.describe(name).owner)
+    require_owner(caller, owner, what=f"Connector '{name}'")
+
+
+@router.put("/{name}/pause", status_code=status.HTTP_202_ACCEPTED)
+def pause_connector(name: str, control: Control, caller: Caller) -> Response:
+    """Stop reading the source; the position is kept. Needs the owner team's or an admin key."""
+    _authorize(control, name, caller)
+    control.pause(name)
+    return Response(status_code=status.HTTP_202_ACCEPTED)
+
+
+@router.put("/{name}/resume", status_code=status.HTTP_202_ACCEPTED)
+def resume_connector(name: str, control: Control, caller: Caller) -> Response:
+    """Continue a paused connector from its position."""
+    _authorize(control, name, caller)
+    control.resume(name)
+    return Response(status_code=status.HTTP_202_ACCEPTED)
+
+
+@router.post("/{name}/restart", status_code=status.HTTP_202_ACCEPTED)
+def restart_connector(name: str, control: Control, caller: Caller) -> Response:
+    """Stop the connector's task and start it again from its committed position."""
+    _authorize(control, name, caller)
+    control.restart(name)
+    return Response(status_code=status.HTTP_202_ACCEPTED)

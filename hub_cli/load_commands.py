@@ -1,0 +1,145 @@
+"""`hub load ...`: run the loader, plan a schema change, replay quarantine, reprocess a table."""
+
+import json
+import logging
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+log = logging.getLogger("hub")
+
+load_app = typer.Typer(help="The Spark loaders.", no_args_is_help=True)
+
+
+@load_app.command("run")
+def load_run(
+    once: Annotated[
+        bool, typer.Option("--once", help="Land what Kafka holds now, then exit.")
+    ] = False,
+    warehouse: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="HUB_WAREHOUSE_MODEL",
+            help="Also keep this warehouse model's star schemas built (see docs/warehouse.md).",
+        ),
+    ] = None,
+) -> None:
+    """Land every hub topic continuously in bronze Delta tables, until SIGTERM or Ctrl-C.
+
+    Changelog topics are also kept in silver tables; with --warehouse, gold tables too.
+    """
+    from hub_kafka.settings import KafkaSettings
+    from spark_loaders import LoaderSettings, build_session
+    from spark_loaders.runner import run_streams
+    from spark_loaders.silver_runner import Downstream
+
+    settings = LoaderSettings()
+    spark = build_session(settings)
+    downstream = Downstream(spark, settings, warehouse=warehouse)
+    try:
+        if not once:
+            downstream.start()
+        queries = run_streams(spark, settings, KafkaSettings(), available_now=once)
+        downstream.stop()
+        if once:
+            downstream.catch_up()
+        failures = [(q.name, q.exception()) for q in queries if q.exception() is not None]
+    finally:
+        spark.stop()
+    for name, error in failures:
+        log.error("the loader's query %s stopped on an error: %s", name, error)
+    if failures:
+        raise typer.Exit(1)
+
+
+@load_app.command("plan")
+def load_plan(
+    subject: Annotated[str, typer.Argument(help="The subject, e.g. `sales.orders-value`.")],
+    schema_file: Annotated[Path, typer.Argument(help="The candidate .avsc file.")],
+    table_location: Annotated[
+        Path | None,
+        typer.Option(help="The bronze table's folder (default: found under the warehouse)."),
+    ] = None,
+) -> None:
+    """Show what registering SCHEMA_FILE under SUBJECT would do to its bronze table.
+
+    Exits 1 when records would be quarantined or the registry would refuse the schema.
+    """
+    from registry.avro import parse
+    from spark_loaders.plan import plan, table_columns_from_log
+    from spark_loaders.reprocess import current_location
+    from spark_loaders.schemas import RegistryClient
+    from spark_loaders.settings import LoaderSettings
+
+    if not schema_file.is_file():
+        raise typer.BadParameter(f"no such file: {schema_file}")
+    if not subject.endswith("-value"):
+        raise typer.BadParameter(f"{subject}: bronze tables follow value subjects `<topic>-value`")
+    text = schema_file.read_text()
+    parse(text)  # an invalid schema fails here with its INVALID_SCHEMA error
+    candidate = json.loads(text)
+    topic = subject.removesuffix("-value")
+    settings = LoaderSettings()
+    location = table_location or current_location(settings, topic)
+    registry = RegistryClient(settings.registry_url, api_key=settings.registry_key)
+    try:
+        latest = registry.latest(subject)
+        verdict = registry.check(subject, text)
+    finally:
+        registry.close()
+    result = plan(
+        candidate,
+        table=f"bronze.{topic.replace('.', '_')}",
+        table_columns=table_columns_from_log(location),
+        latest=json.loads(latest.text) if latest else None,
+        latest_version=latest.version if latest else None,
+    )
+    result = replace(result, registry_verdict=(verdict.compatible, verdict.messages))
+    typer.echo(result.render())
+    if result.refused:
+        raise typer.Exit(1)
+
+
+@load_app.command("replay")
+def load_replay(
+    topic: Annotated[str, typer.Argument(help="The topic whose quarantine to replay.")],
+) -> None:
+    """Decode `quarantine.<topic>` again; land what decodes now in bronze, exactly once."""
+    from spark_loaders import LoaderSettings, build_session
+    from spark_loaders.replay import replay
+
+    settings = LoaderSettings()
+    spark = build_session(settings, app_name="hub-replay")
+    try:
+        result = replay(spark, settings, topic)
+    finally:
+        spark.stop()
+    typer.echo(result.describe())
+
+
+@load_app.command("reprocess")
+def load_reprocess(
+    topic: Annotated[str, typer.Argument(help="The topic whose bronze table to rebuild.")],
+) -> None:
+    """Rebuild `bronze.<topic>` from the earliest retained offset into a new location.
+
+    The old table keeps serving; the running loader swaps the new location in at its next
+    micro-batch and lands what arrived meanwhile.
+    """
+    from hub_kafka.settings import KafkaSettings
+    from spark_loaders import LoaderSettings, build_session
+    from spark_loaders.reprocess import build
+
+    settings = LoaderSettings()
+    spark = build_session(settings, app_name="hub-reprocess")
+    try:
+        result = build(spark, settings, KafkaSettings(), topic)
+    finally:
+        spark.stop()
+    request = result.request
+    typer.echo(
+        f"{request.table}: rebuilt {request.rows} rows into {request.location}; the loader "
+        f"swaps it in at its next micro-batch (request {result.request_file})"
+    )

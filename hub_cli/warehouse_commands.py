@@ -1,0 +1,38 @@
+"""`hub warehouse build`: the star schemas of a declarative model, from silver and bronze."""
+
+from importlib import resources
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+warehouse_app = typer.Typer(help="Star schemas from a warehouse model.", no_args_is_help=True)
+
+
+def demo_model() -> Path:
+    """The demo model shipped with the hub (customers, products, orders)."""
+    return Path(str(resources.files("hub_cli") / "demo" / "warehouse.yaml"))
+
+
+@warehouse_app.command("build")
+def warehouse_build(
+    model: Annotated[
+        Path | None,
+        typer.Argument(
+            envvar="HUB_WAREHOUSE_MODEL", help="The model YAML file (default: the demo model)."
+        ),
+    ] = None,
+) -> None:
+    """Catch silver up with bronze, then build or refresh `gold.dim_*` and `gold.fact_*`."""
+    from spark_loaders import LoaderSettings, build_session
+    from spark_loaders.warehouse import build_model, load_model
+
+    path = model or demo_model()
+    load_model(path)  # a bad model fails before Spark starts
+    settings = LoaderSettings()
+    spark = build_session(settings, app_name="hub-warehouse")
+    try:
+        report = build_model(spark, settings, path)
+    finally:
+        spark.stop()
+    typer.echo(report.describe())

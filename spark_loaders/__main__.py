@@ -1,0 +1,42 @@
+"""`python -m spark_loaders` / `spark-submit spark_loaders/__main__.py`: run the loader.
+
+With `--submitted` the Spark session comes from spark-submit (master, jars and metastore as
+the cluster configures them); otherwise it is built from HUB_LOADER_* as `hub load run` does.
+`--once` lands what is in Kafka now and exits.
+"""
+
+import argparse
+import logging
+import sys
+
+from pyspark.sql import SparkSession
+
+from hub_kafka.settings import KafkaSettings
+from spark_loaders.runner import run_streams
+from spark_loaders.session import build_session
+from spark_loaders.settings import LoaderSettings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="spark_loaders", description=__doc__)
+    parser.add_argument("--once", action="store_true", help="catch up, then exit")
+    parser.add_argument("--submitted", action="store_true", help="use spark-submit's session")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = LoaderSettings()
+    if args.submitted:
+        spark = SparkSession.builder.appName("hub-loader").enableHiveSupport().getOrCreate()
+    else:
+        spark = build_session(settings)
+    try:
+        queries = run_streams(spark, settings, KafkaSettings(), available_now=args.once)
+        failures = [(q.name, q.exception()) for q in queries if q.exception() is not None]
+    finally:
+        spark.stop()
+    for name, error in failures:
+        logging.getLogger("spark_loaders").error("%s failed: %s", name, error)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

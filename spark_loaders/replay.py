@@ -1,0 +1,186 @@
+"""`hub load replay`: decode quarantined records again and land what now decodes, once.
+
+Landing inserts only rows whose (partition, offset) bronze does not hold yet, and quarantine
+rows are removed (landed) or updated with their new reason (still failing) in one MERGE after
+that. A replay that crashes in between, or runs twice, finds the landed rows already in bronze
+and inserts nothing twice. Both MERGEs read whole tables, so an append by the running stream in
+the meantime makes Delta refuse the commit; it is retried, which is safe for the same reason.
+"""
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from hub_kafka.topics import TopicName, bronze_table, value_subject
+from registry.types import SchemaId
+from spark_loaders.decode import decode_topic
+from spark_loaders.errors import LoaderSourceNotFound
+from spark_loaders.quarantine import as_kafka_records, quarantine_rows, quarantine_table
+from spark_loaders.reprocess import insert_missing
+from spark_loaders.schemas import RegistryClient
+from spark_loaders.settings import LoaderSettings
+from spark_loaders.tables import PARTITION_COLUMN, DeltaTables
+from spark_loaders.types import QuarantineReason
+
+log = logging.getLogger(__name__)
+
+_ATTEMPTS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """How many quarantined records landed, and why the others still fail."""
+
+    topic: str
+    examined: int
+    landed: int
+    still_failing: dict[str, int]
+
+    def describe(self) -> str:
+        failing = ", ".join(f"{n} {code}" for code, n in sorted(self.still_failing.items()))
+        return (
+            f"{self.topic}: {self.examined} quarantined records examined, {self.landed} landed in "
+            f"{bronze_table(TopicName(self.topic))}"
+            + (f"; still quarantined: {failing}" if failing else "")
+        )
+
+
+def replay(spark: SparkSession, settings: LoaderSettings, topic: str) -> ReplayResult:
+    """Re-drive `quarantine.<topic>` into `bronze.<topic>`; see the module docstring."""
+    source = quarantine_table(topic)
+    table = bronze_table(TopicName(topic))
+    if not spark.catalog.tableExists(source):
+        raise LoaderSourceNotFound(
+            f"{source} does not exist: nothing of topic {topic} was quarantined "
+            "(check the topic name)."
+        )
+    quarantined = spark.table(source).dropDuplicates(["_hub_partition", "_hub_offset"]).persist()
+    try:
+        pairs = quarantined.groupBy("_hub_schema_id").count().collect()
+        examined = sum(r["count"] for r in pairs)
+        if not examined:
+            return ReplayResult(topic, 0, 0, {})
+        registry = RegistryClient(settings.registry_url, api_key=settings.registry_key)
+        try:
+            decoded = decode_topic(
+                as_kafka_records(quarantined),
+                subject=value_subject(TopicName(topic)),
+                schema_ids={SchemaId(r["_hub_schema_id"]) for r in pairs if r["_hub_schema_id"]},
+                unframed=any(r["_hub_schema_id"] is None for r in pairs),
+                registry=registry,
+            )
+        finally:
+            registry.close()
+        tables = DeltaTables(spark)
+        failures = list(decoded.known_rejected)
+        landed_keys: DataFrame | None = None
+        if decoded.landed is not None:
+            now = F.current_timestamp()
+            rows = decoded.landed.withColumn("_hub_ingested_at", now).withColumn(
+                PARTITION_COLUMN, F.to_date(now)
+            )
+            refused = tables.evolve(table, rows.schema)
+            if refused:
+                assert decoded.decodable is not None
+                message = "; ".join(c.describe() for c in refused)
+                reason = QuarantineReason.TYPE_CHANGE_UNSUPPORTED
+                failures.append(quarantine_rows(decoded.decodable, reason, message))
+            else:
+                _retrying(lambda: _land(spark, tables, rows, table), what=table)
+                landed_keys = rows.select("_hub_partition", "_hub_offset")
+                if decoded.undecodable is not None:
+                    failures.append(decoded.undecodable)
+        outcome = _outcome(failures, landed_keys)
+        counts = Counter(
+            {r["_hub_reason_code"]: r["count"] for r in _failure_counts(outcome).collect()}
+        )
+        location = str(spark.sql(f"DESCRIBE DETAIL {source}").first()["location"])  # type: ignore[index]
+        _retrying(lambda: _settle(spark, outcome, location), what=source)
+    finally:
+        quarantined.unpersist()
+    landed = examined - sum(counts.values())
+    result = ReplayResult(topic, examined, landed, dict(counts))
+    log.info("%s", result.describe())
+    return result
+
+
+def _land(spark: SparkSession, tables: DeltaTables, rows: DataFrame, table: str) -> None:
+    state = tables.state(table)
+    if state is None:
+        tables.append(rows, table, app_id="hub-replay", version=0, partitioned=True)
+    else:
+        insert_missing(spark, rows, state.location)
+
+
+def _outcome(failures: list[DataFrame], landed: DataFrame | None) -> DataFrame:
+    """(partition, offset, landed, reason code, reason) of every replayed record."""
+    parts = [
+        f.select(
+            "_hub_partition",
+            "_hub_offset",
+            F.lit(False).alias("landed"),
+            "_hub_reason_code",
+            "_hub_reason",
+        )
+        for f in failures
+    ]
+    if landed is not None:
+        parts.append(
+            landed.select(
+                "_hub_partition",
+                "_hub_offset",
+                F.lit(True).alias("landed"),
+                F.lit(None).cast("string").alias("_hub_reason_code"),
+                F.lit(None).cast("string").alias("_hub_reason"),
+            )
+        )
+    result = parts[0]
+    for part in parts[1:]:
+        result = result.unionByName(part)
+    return result
+
+
+def _failure_counts(outcome: DataFrame) -> DataFrame:
+    return outcome.where(~F.col("landed")).groupBy("_hub_reason_code").count()
+
+
+def _settle(spark: SparkSession, outcome: DataFrame, location: str) -> None:
+    """Remove landed records from quarantine; give the others their new reason."""
+    from delta.tables import DeltaTable
+
+    (
+        DeltaTable.forPath(spark, location)
+        .alias("t")
+        .merge(
+            outcome.alias("s"),
+            "t._hub_partition = s._hub_partition AND t._hub_offset = s._hub_offset",
+        )
+        .whenMatchedDelete(condition="s.landed")
+        .whenMatchedUpdate(
+            set={
+                "_hub_reason_code": "s._hub_reason_code",
+                "_hub_reason": "s._hub_reason",
+                "_hub_attempts": "t._hub_attempts + 1",
+            }
+        )
+        .execute()
+    )
+
+
+def _retrying(action: Callable[[], None], *, what: str) -> None:
+    """Run an idempotent Delta write again when a concurrent commit made Delta refuse it."""
+    for attempt in range(1, _ATTEMPTS + 1):
+        try:
+            action()
+            return
+        except PySparkException as exc:
+            if "Concurrent" not in str(exc) or attempt == _ATTEMPTS:
+                raise
+            log.info("a concurrent commit to %s; retrying (%d/%d)", what, attempt, _ATTEMPTS)
+            time.sleep(0.5 * attempt)

@@ -1,0 +1,230 @@
+"""Rebuilding a bronze table from Kafka and swapping it in while the stream keeps landing.
+
+`build` reads the topic from its earliest retained offset to its current end with a batch
+query, decodes it like the stream does, and writes a new Delta location; the old table serves
+readers all the while. It then leaves a swap request. The running bronze loader applies the
+request at the start of a micro-batch, where it is the table's only writer:
+
+1. copy the rows the stream landed past the build's end offsets from the old location into the
+   new one (skipping rows already there, so a repeat after a crash copies nothing twice);
+2. `ALTER TABLE ... SET LOCATION` the new location: one metastore update, atomic for readers;
+3. land that batch, and any replay of it or of the batch before it, by inserting only rows
+   whose (partition, offset) is not in the table yet: those batches may already be in the copy.
+
+The request is deleted once a later batch starts, when the swap batch is committed in the
+checkpoint. See docs/adr (reprocessing by location swap).
+"""
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from hub_kafka.settings import KafkaSettings
+from hub_kafka.topics import TopicName, bronze_table, table_suffix, value_subject
+from registry.types import SchemaId
+from spark_loaders.decode import decode_topic, with_schema_id
+from spark_loaders.errors import LoaderSourceNotFound
+from spark_loaders.schemas import RegistryClient
+from spark_loaders.settings import LoaderSettings
+from spark_loaders.tables import PARTITION_COLUMN, TYPE_WIDENING, DeltaTables
+
+log = logging.getLogger(__name__)
+
+_BYPASS_SCHEMA_CHECK = "spark.databricks.delta.alterLocation.bypassSchemaCheck"
+_KEY = "t._hub_partition = s._hub_partition AND t._hub_offset = s._hub_offset"
+
+
+@dataclass
+class SwapRequest:
+    """A rebuilt location waiting to replace a table's current one."""
+
+    topic: str
+    table: str
+    location: str
+    end_offsets: dict[str, int]  # partition -> last offset in the rebuild
+    rows: int
+    merge_through: int | None = None  # set once applied: batches up to it insert missing rows
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    request: SwapRequest
+    request_file: Path
+
+
+def build(
+    spark: SparkSession,
+    settings: LoaderSettings,
+    kafka: KafkaSettings,
+    topic: str,
+) -> BuildResult:
+    """Rebuild `bronze.<topic>` into a new location and leave a swap request for the loader."""
+    table = bronze_table(TopicName(topic))
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    location = settings.warehouse_dir / "_rebuilds" / table_suffix(TopicName(topic)) / stamp
+    records = with_schema_id(
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .option("kafka.isolation.level", "read_committed")
+        .load()
+    ).persist()
+    try:
+        summary = records.groupBy("_hub_schema_id", "partition").agg(
+            F.count("*").alias("count"), F.max("offset").alias("last")
+        )
+        found = summary.collect()
+        if not found:
+            raise LoaderSourceNotFound(
+                f"Topic {topic} has no records to rebuild {table} from (or does not exist): "
+                "check the topic name and HUB_KAFKA_BOOTSTRAP_SERVERS."
+            )
+        ids = {SchemaId(r["_hub_schema_id"]) for r in found if r["_hub_schema_id"] is not None}
+        end_offsets: dict[str, int] = {}
+        for row in found:
+            key = str(row["partition"])
+            end_offsets[key] = max(end_offsets.get(key, -1), int(row["last"]))
+        registry = RegistryClient(settings.registry_url, api_key=settings.registry_key)
+        decoded = decode_topic(
+            records,
+            subject=value_subject(TopicName(topic)),
+            schema_ids=ids,
+            unframed=any(r["_hub_schema_id"] is None for r in found),
+            registry=registry,
+        )
+        registry.close()
+        if decoded.landed is None:
+            raise LoaderSourceNotFound(
+                f"No record of {topic} decodes with its registered schemas; nothing to rebuild "
+                f"{table} from. See quarantine.{table_suffix(TopicName(topic))} for reasons."
+            )
+        now = F.current_timestamp()
+        rows = decoded.landed.withColumn("_hub_ingested_at", now).withColumn(
+            PARTITION_COLUMN, F.to_date(now)
+        )
+        log.info(
+            "rebuilding %s from %d partitions of %s into %s",
+            table,
+            len(end_offsets),
+            topic,
+            location,
+        )
+        (
+            rows.write.format("delta")
+            .mode("errorifexists")
+            .partitionBy(PARTITION_COLUMN)
+            .option(TYPE_WIDENING, "true")
+            .save(str(location))
+        )
+        written = spark.read.format("delta").load(str(location)).count()
+    finally:
+        records.unpersist()
+    request = SwapRequest(topic, table, str(location), end_offsets, written)
+    path = SwapRequests(settings.checkpoint_dir).put(request)
+    return BuildResult(request, path)
+
+
+def current_location(settings: LoaderSettings, topic: str) -> Path:
+    """Where `bronze.<topic>` lives without asking the metastore: its newest swapped-in
+    rebuild, or the managed location under the warehouse."""
+    suffix = table_suffix(TopicName(topic))
+    pending = {
+        r.location for r in SwapRequests(settings.checkpoint_dir).list() if r.merge_through is None
+    }
+    rebuilds = settings.warehouse_dir / "_rebuilds" / suffix
+    done = (
+        [p for p in sorted(rebuilds.glob("*")) if str(p) not in pending]
+        if rebuilds.is_dir()
+        else []
+    )
+    return done[-1] if done else settings.warehouse_dir / "bronze.db" / suffix
+
+
+def insert_missing(spark: SparkSession, rows: DataFrame, location: str) -> None:
+    """Insert the rows whose (partition, offset) the Delta table at `location` lacks."""
+    from delta.tables import DeltaTable
+
+    unique = rows.dropDuplicates(["_hub_partition", "_hub_offset"])
+    (
+        DeltaTable.forPath(spark, location)
+        .alias("t")
+        .merge(unique.alias("s"), _KEY)
+        .withSchemaEvolution()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+
+
+class SwapRequests:
+    """Swap requests as small JSON files next to the loader's checkpoints."""
+
+    def __init__(self, checkpoint_dir: Path) -> None:
+        self._dir = checkpoint_dir / "swaps"
+
+    def put(self, request: SwapRequest) -> Path:
+        """Store a request (replacing an older one for the same table)."""
+        self._dir.mkdir(parents=True, exist_ok=True)
+        path = self._dir / f"{request.table}.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(request)))
+        tmp.replace(path)
+        return path
+
+    def list(self) -> list[SwapRequest]:
+        """Every stored request."""
+        if not self._dir.is_dir():
+            return []
+        return [SwapRequest(**json.loads(p.read_text())) for p in sorted(self._dir.glob("*.json"))]
+
+    def apply_pending(
+        self, spark: SparkSession, tables: DeltaTables, *, batch_id: int, app_id: str
+    ) -> dict[str, int]:
+        """Apply requests not applied yet; return {table: last batch id to land by merge}."""
+        merge_through: dict[str, int] = {}
+        for request in self.list():
+            if request.merge_through is None:
+                swap(spark, tables, request)
+                request.merge_through = batch_id
+                self.put(request)
+            merge_through[request.table] = request.merge_through
+        return merge_through
+
+    def settle(self, batch_id: int) -> None:
+        """Forget requests whose swap batch is surely committed (a later batch has run)."""
+        for request in self.list():
+            if request.merge_through is not None and batch_id > request.merge_through:
+                (self._dir / f"{request.table}.json").unlink(missing_ok=True)
+
+
+def swap(spark: SparkSession, tables: DeltaTables, request: SwapRequest) -> None:
+    """Copy rows landed past the rebuild into it, then point the table at it."""
+    state = tables.state(request.table)
+    if state is None:
+        spark.sql(f"CREATE TABLE {request.table} USING DELTA LOCATION '{request.location}'")
+    elif state.location.rstrip("/") != _uri(request.location):
+        old = spark.read.format("delta").load(state.location)
+        beyond = F.lit(True)
+        for partition, last in request.end_offsets.items():
+            beyond = beyond & ~(
+                (F.col("_hub_partition") == int(partition)) & (F.col("_hub_offset") <= last)
+            )
+        insert_missing(spark, old.where(beyond), request.location)
+        # A rebuild may rightly differ in schema (it is decoded with today's schema).
+        spark.conf.set(_BYPASS_SCHEMA_CHECK, "true")
+        try:
+            spark.sql(f"ALTER TABLE {request.table} SET LOCATION '{request.location}'")
+        finally:
+            spark.conf.unset(_BYPASS_SCHEMA_CHECK)
+        log.info("%s now reads %s (was %s)", request.table, request.location, state.location)
+    tables.forget(request.table)
+
+
+def _uri(location: str) -> str:
+    return location if ":" in location.split("/", 1)[0] else f"file:{location}"

@@ -1,0 +1,226 @@
+"""Silver tables of changelog topics: `<t>_history` (SCD type 2) and `<t>_current` (SCD type 1).
+
+One Delta stream per changelog bronze table. Each micro-batch recomputes the timeline of the keys
+it touches (see `silver_changes`) and MERGEs it into history, then MERGEs each touched key's last
+version into current. Both MERGEs match on what a row is (key and source position; key), never
+on the batch, so a batch replayed after a crash rewrites identical values: exactly once without
+`txnVersion`, which could not protect two tables in two commits anyway.
+"""
+
+import logging
+from collections.abc import Sequence
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from spark_loaders.errors import LoaderError
+from spark_loaders.settings import LoaderSettings
+from spark_loaders.silver_changes import (
+    _DROP,
+    IS_CURRENT,
+    IS_DELETED,
+    LSN,
+    OP,
+    POSITION,
+    TX_ID,
+    VALID_FROM,
+    VALID_TO,
+    ChangelogSpec,
+    events,
+    row_fields,
+    timeline,
+    truncate_markers,
+)
+from spark_loaders.silver_keys import discover
+
+log = logging.getLogger(__name__)
+
+CURRENT_DROPPED = (VALID_TO, IS_CURRENT, IS_DELETED, "_hub_unavailable")
+
+
+class SilverLoader:
+    """Keeps `silver.<t>_current` and `silver.<t>_history` of one changelog topic up to date."""
+
+    def __init__(self, spark: SparkSession, spec: ChangelogSpec, *, checkpoint_dir: str) -> None:
+        self._spark = spark
+        self._spec = spec
+        self._checkpoint = f"{checkpoint_dir}/hub-silver-{spec.silver_prefix.split('.')[-1]}"
+        # New row columns in bronze reach silver through MERGE's schema evolution.
+        spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")
+
+    @property
+    def spec(self) -> ChangelogSpec:
+        return self._spec
+
+    def start(self, *, available_now: bool = False, trigger_seconds: float = 1.0) -> StreamingQuery:
+        """Follow the bronze table; with `available_now`, stop once caught up."""
+        self._ensure_tables()
+        writer = (
+            self._spark.readStream.format("delta")
+            .table(self._spec.bronze_table)
+            .writeStream.queryName(f"hub-silver-{self._spec.silver_prefix}")
+            .foreachBatch(self.apply)
+            .option("checkpointLocation", self._checkpoint)
+        )
+        if available_now:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{trigger_seconds} seconds")
+        log.info(
+            "following %s into %s and %s",
+            self._spec.bronze_table,
+            self._spec.current_table,
+            self._spec.history_table,
+        )
+        return writer.start()
+
+    def apply(self, batch: DataFrame, batch_id: int) -> None:
+        """Apply one batch of bronze rows to history, then current; replaying it is a no-op."""
+        spec = self._spec
+        keys = list(spec.key_columns)
+        new = events(batch, spec).persist()
+        try:
+            if new.isEmpty():
+                return
+            columns = [c for c in row_fields(batch.schema) if c not in keys]
+            changed = self._apply_history(new, keys, columns)
+            self._apply_current(changed, keys)
+            log.info(
+                "batch %d of %s: %d events applied to %s and %s",
+                batch_id,
+                spec.bronze_table,
+                new.count(),
+                spec.history_table,
+                spec.current_table,
+            )
+        finally:
+            new.unpersist()
+
+    def _apply_history(self, new: DataFrame, keys: list[str], columns: list[str]) -> DataFrame:
+        history = DeltaTable.forName(self._spark, self._spec.history_table)
+        markers = truncate_markers(new, keys=keys, columns=columns)
+        stored = history.toDF()
+        old_truncates = stored.where((F.col(OP) == "t") & _all_null(keys))
+        moments = [POSITION, LSN, TX_ID, VALID_FROM]
+        truncates = old_truncates.select(*moments).union(markers.select(*moments))
+        changes = new.where(F.col(OP) != "t")
+        if markers.isEmpty():
+            touched = changes.select(*keys).distinct()
+        else:
+            # A truncate touches every key there is.
+            touched = stored.where(~_all_null(keys)).select(*keys).union(changes.select(*keys))
+            touched = touched.distinct()
+        existing = stored.join(touched, on=keys, how="left_semi")
+        versions = detached(
+            timeline(existing, changes, truncates, keys=keys, columns=columns).unionByName(markers)
+        )
+        self._merge_history(history, versions, keys, columns)
+        return versions.where(~F.col(_DROP) & F.col(IS_CURRENT))
+
+    def _merge_history(
+        self, history: DeltaTable, versions: DataFrame, keys: list[str], columns: list[str]
+    ) -> None:
+        # Truncate markers have null keys, hence null-safe equality.
+        on = " AND ".join([*(f"t.{k} <=> s.{k}" for k in keys), f"t.{POSITION} = s.{POSITION}"])
+        on += f" AND t.{OP} = s.{OP}"
+        updated = [VALID_TO, IS_CURRENT, *columns]
+        differs = " OR ".join(f"NOT (t.{c} <=> s.{c})" for c in updated)
+        (
+            history.alias("t")
+            .merge(versions.alias("s"), on)
+            .whenMatchedDelete(condition=f"s.{_DROP}")
+            .whenMatchedUpdate(condition=differs, set={c: f"s.{c}" for c in updated})
+            .whenNotMatchedInsert(
+                condition=f"NOT s.{_DROP}",
+                values={c: f"s.{c}" for c in versions.columns if c != _DROP},
+            )
+            .execute()
+        )
+
+    def _apply_current(self, latest: DataFrame, keys: list[str]) -> None:
+        current = DeltaTable.forName(self._spark, self._spec.current_table)
+        rows = latest.drop(_DROP, VALID_TO, IS_CURRENT, "_hub_unavailable")
+        on = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+        values: dict[str, str | Column] = {c: f"s.{c}" for c in rows.columns if c != IS_DELETED}
+        differs = " OR ".join(f"NOT (t.{c} <=> s.{c})" for c in values)
+        (
+            current.alias("t")
+            .merge(rows.alias("s"), on)
+            .whenMatchedDelete(condition=f"s.{IS_DELETED}")
+            .whenMatchedUpdate(condition=differs, set=values)
+            .whenNotMatchedInsert(condition=f"NOT s.{IS_DELETED}", values=values)
+            .execute()
+        )
+
+    def _ensure_tables(self) -> None:
+        """Create both silver tables, empty, with the columns the bronze table implies."""
+        spec = self._spec
+        self._spark.sql("CREATE DATABASE IF NOT EXISTS " + spec.silver_prefix.split(".")[0])
+        bronze = self._spark.table(spec.bronze_table)
+        keys = list(spec.key_columns)
+        missing = [k for k in keys if k not in row_fields(bronze.schema)]
+        if missing:
+            raise LoaderError(
+                f"Key columns {missing} of {spec.bronze_table} are not row columns of its "
+                f"envelope ({', '.join(row_fields(bronze.schema))}); register the topic's key "
+                "subject `<topic>-key` with the primary key fields."
+            )
+        columns = [c for c in row_fields(bronze.schema) if c not in keys]
+        empty = events(bronze.limit(0), spec)
+        versions = timeline(empty, empty, empty, keys=keys, columns=columns).drop(_DROP)
+        if not self._spark.catalog.tableExists(spec.history_table):
+            versions.write.format("delta").saveAsTable(spec.history_table)
+            self._comment(spec.history_table, "SCD type 2 history")
+        if not self._spark.catalog.tableExists(spec.current_table):
+            current = versions.drop(*CURRENT_DROPPED)
+            current.write.format("delta").saveAsTable(spec.current_table)
+            self._comment(spec.current_table, "latest row per key")
+
+    def _comment(self, table: str, what: str) -> None:
+        text = f"{what} of {self._spec.bronze_table}, in source order (hub silver)."
+        self._spark.sql(f"COMMENT ON TABLE {table} IS '{text}'")
+
+
+def detached(frame: DataFrame) -> DataFrame:
+    """The frame computed now, with fresh column identities, to MERGE into a table it read.
+
+    The MERGE changes the table the frame was computed from, so it must not be recomputed
+    afterwards; and Delta cannot tell source from target columns when they share identities.
+    """
+    computed = frame.localCheckpoint(eager=True)
+    return computed.select(*[F.col(c).alias(c) for c in computed.columns])
+
+
+def _all_null(columns: Sequence[str]) -> Column:
+    condition = F.lit(True)
+    for column in columns:
+        condition = condition & F.col(column).isNull()
+    return condition
+
+
+def start_silver(
+    spark: SparkSession,
+    settings: LoaderSettings,
+    *,
+    running: dict[str, StreamingQuery],
+    available_now: bool = False,
+) -> list[StreamingQuery]:
+    """Start a silver stream for each changelog bronze table not yet followed in `running`."""
+    started: list[StreamingQuery] = []
+    for spec in discover(spark, settings):
+        if spec.bronze_table in running and running[spec.bronze_table].isActive:
+            continue
+        loader = SilverLoader(spark, spec, checkpoint_dir=str(settings.checkpoint_dir))
+        try:
+            query = loader.start(
+                available_now=available_now, trigger_seconds=settings.trigger_seconds
+            )
+        except LoaderError as exc:
+            # One table's problem does not hold up the others.
+            log.error("silver for %s not started: %s", spec.bronze_table, exc.message)
+            continue
+        running[spec.bronze_table] = query
+        started.append(query)
+    return started

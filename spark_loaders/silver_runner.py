@@ -1,0 +1,78 @@
+"""Silver and gold next to the bronze loader, in the same Spark application.
+
+Changelog topics appear while the loader runs (a feed gets its first records, a CDC connector
+starts), so a background thread looks for new changelog bronze tables at every interval and
+starts a silver stream for each; with a warehouse model it also rebuilds the star schemas.
+"""
+
+import logging
+import threading
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from spark_loaders.lifecycle import stop_between_batches
+from spark_loaders.settings import LoaderSettings
+from spark_loaders.silver import start_silver
+from spark_loaders.warehouse.build import WarehouseBuilder, build_model
+from spark_loaders.warehouse.model import load_model
+
+log = logging.getLogger(__name__)
+
+
+class Downstream:
+    """Follows bronze with silver streams, and rebuilds a warehouse model if one is given."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        settings: LoaderSettings,
+        *,
+        warehouse: Path | None,
+        interval_s: float = 10.0,
+    ) -> None:
+        self._spark = spark
+        self._settings = settings
+        self._warehouse = warehouse
+        self._interval_s = interval_s
+        self._queries: dict[str, StreamingQuery] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hub-downstream", daemon=True)
+        if warehouse is not None:
+            load_model(warehouse)  # a bad model fails the start, not a later pass
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread, then each silver stream after its current batch."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=120)
+        for query in self._queries.values():
+            stop_between_batches(query)
+
+    def catch_up(self) -> None:
+        """Bring silver (and the model) up to date with bronze once, then return."""
+        if self._warehouse is not None:
+            build_model(self._spark, self._settings, self._warehouse)
+            return
+        for query in start_silver(self._spark, self._settings, running={}, available_now=True):
+            query.awaitTermination()
+
+    def _run(self) -> None:
+        builder = None
+        if self._warehouse is not None:
+            builder = WarehouseBuilder(
+                self._spark, load_model(self._warehouse), source=str(self._warehouse)
+            )
+        while not self._stop.wait(self._interval_s):
+            try:
+                for query in start_silver(self._spark, self._settings, running=self._queries):
+                    log.info("silver stream %s started", query.name)
+                if builder is not None:
+                    log.info("warehouse rebuilt: %s", builder.build().describe())
+            except Exception:
+                # Tables appear as feeds get their first records; the next pass tries again.
+                log.warning("silver/warehouse pass failed; retrying", exc_info=True)

@@ -1,0 +1,131 @@
+"""The loader's Delta tables: created once through the metastore, then written by path.
+
+Resolving a table in the metastore on every micro-batch costs metastore round trips and a
+Delta snapshot per write; the loader is the only writer of its tables, so it looks a table up
+once, keeps its location and columns, and appends to the location. A reprocessing swap
+(`spark_loaders.reprocess`) is done by the loader itself and updates what is kept here.
+"""
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from spark_loaders.evolution import ChangeKind, ColumnChange, diff, spark_columns
+
+log = logging.getLogger(__name__)
+
+PARTITION_COLUMN = "_hub_ingest_date"
+TYPE_WIDENING = "delta.enableTypeWidening"
+
+
+@dataclass
+class TableState:
+    """What the loader knows of one of its tables."""
+
+    location: str
+    schema: StructType
+    description: str | None
+    type_widening: bool
+
+
+class DeltaTables:
+    """Creates, evolves and appends to the loader's tables, idempotently per (app id, batch)."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+        self._known: dict[str, TableState] = {}
+
+    def state(self, table: str) -> TableState | None:
+        """The table's location and columns, or None when it does not exist yet."""
+        if table in self._known:
+            return self._known[table]
+        if not self._spark.catalog.tableExists(table):
+            return None
+        detail = self._spark.sql(f"DESCRIBE DETAIL {table}").first()
+        assert detail is not None
+        properties: dict[str, Any] = detail["properties"] or {}
+        state = TableState(
+            location=str(detail["location"]),
+            schema=self._spark.read.format("delta").load(str(detail["location"])).schema,
+            description=detail["description"],
+            type_widening=properties.get(TYPE_WIDENING) == "true",
+        )
+        self._known[table] = state
+        return state
+
+    def forget(self, table: str) -> None:
+        """Look the table up again on next use (after its location changed)."""
+        self._known.pop(table, None)
+
+    def evolve(self, table: str, incoming: StructType) -> list[ColumnChange]:
+        """Prepare `table` for rows of `incoming` columns; return the changes it cannot take.
+
+        Added columns and automatic widenings are applied by the append (mergeSchema);
+        int -> double needs an ALTER COLUMN first, run here. An empty list means: append.
+        """
+        state = self.state(table)
+        if state is None:
+            return []
+        changes = diff(spark_columns(state.schema.jsonValue()), spark_columns(incoming.jsonValue()))
+        refused = [c for c in changes if not c.applicable]
+        if refused:
+            return refused
+        widenings = [c for c in changes if c.kind.name.startswith("WIDEN_TYPE")]
+        if widenings and not state.type_widening:
+            self._spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{TYPE_WIDENING}' = 'true')")
+            state.type_widening = True
+        for change in changes:
+            if change.kind is ChangeKind.WIDEN_TYPE_BY_ALTER:
+                column = _sql_path(change.column)
+                log.info("widening %s.%s to %s", table, change.column, change.new_type)
+                self._spark.sql(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE {change.new_type}")
+        if any(c.kind is not ChangeKind.COLUMN_NOT_WRITTEN for c in changes):
+            for change in changes:
+                log.info("%s: %s", table, change.describe())
+            # Re-read after the append that applies them.
+            state.schema = StructType()
+        return []
+
+    def append(
+        self,
+        rows: DataFrame,
+        table: str,
+        *,
+        app_id: str,
+        version: int,
+        partitioned: bool,
+    ) -> None:
+        """Append with Delta's idempotent writes: a repeat of (app_id, version) is skipped."""
+        writer = (
+            rows.write.format("delta")
+            .mode("append")
+            .option("mergeSchema", "true")
+            .option("txnAppId", app_id)
+            .option("txnVersion", version)
+        )
+        state = self.state(table)
+        if state is None:
+            if partitioned:
+                writer = writer.partitionBy(PARTITION_COLUMN)
+            writer.option(TYPE_WIDENING, "true").saveAsTable(table)
+            log.info("created table %s", table)
+            return
+        writer.save(state.location)
+        if not state.schema.fields:
+            state.schema = self._spark.read.format("delta").load(state.location).schema
+
+
+def _sql_path(column: str) -> str:
+    """`a.b[]` -> `a`.`b`.`element`: a nested column as ALTER TABLE names it."""
+    parts = []
+    for part in column.split("."):
+        suffix: list[str] = []
+        while part.endswith(("[]", "{}")):
+            suffix.insert(0, "element" if part.endswith("[]") else "value")
+            part = part[:-2]
+        parts.append(part)
+        parts.extend(suffix)
+    return ".".join(f"`{p}`" for p in parts)

@@ -1,0 +1,189 @@
+"""Live schema evolution, quarantine with reasons, and replay, through the running bronze loader."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from hub_kafka.settings import KafkaSettings
+from spark_loaders.bronze import BronzeLoader
+from spark_loaders.lifecycle import stop_between_batches
+from spark_loaders.replay import replay
+from spark_loaders.settings import LoaderSettings
+from tests.support.hub_client import unique_topic
+from tests.support.loader import (
+    create_topic,
+    encode,
+    own_loader_settings,
+    produce,
+    produce_avro,
+    register,
+)
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+def orders(*extra: dict[str, Any], qty: str = "int") -> dict[str, Any]:
+    return {
+        "type": "record",
+        "name": "Order",
+        "doc": "An order placed in the shop.",
+        "fields": [
+            {"name": "order_id", "type": "string", "doc": "Order number."},
+            {"name": "qty", "type": qty},
+            {"name": "ratio", "type": "int"},
+            *extra,
+        ],
+    }
+
+
+V1 = orders()
+# Compatible: a new optional field, int -> long (automatic) and int -> double (ALTER) widenings.
+V2 = {
+    **orders({"name": "channel", "type": ["null", "string"], "default": None}, qty="long"),
+    "fields": [
+        {"name": "order_id", "type": "string", "doc": "Order number."},
+        {"name": "qty", "type": "long"},
+        {"name": "ratio", "type": "double"},
+        {"name": "channel", "type": ["null", "string"], "default": None},
+    ],
+}
+# Written under another subject: lacks `ratio`, which V2 needs (no default).
+STRAY = {
+    "type": "record",
+    "name": "Order",
+    "fields": [{"name": "order_id", "type": "string"}, {"name": "qty", "type": "int"}],
+}
+# The fix: V3 gives `ratio` a default, so STRAY records resolve.
+V3 = {
+    **V2,
+    "fields": [
+        {"name": "order_id", "type": "string", "doc": "Order number."},
+        {"name": "qty", "type": "long"},
+        {"name": "ratio", "type": "double", "default": 0.0},
+        {"name": "channel", "type": ["null", "string"], "default": None},
+    ],
+}
+
+
+def test_new_versions_are_picked_up_live_and_quarantine_is_replayed_exactly_once(
+    api_url: str,
+    admin_key: str,
+    kafka_bootstrap: str,
+    spark: SparkSession,
+    loader_settings: LoaderSettings,
+    tmp_path: Path,
+) -> None:
+    topic = unique_topic("evo")
+    subject = f"{topic}-value"
+    table = f"bronze.{topic.replace('.', '_')}"
+    quarantine = f"quarantine.{topic.replace('.', '_')}"
+    create_topic(kafka_bootstrap, topic)
+    settings = own_loader_settings(loader_settings, tmp_path, topic.replace(".", "\\."))
+    v1 = register(api_url, admin_key, subject, V1)
+    first = [{"order_id": f"a{i}", "qty": i, "ratio": 2 * i} for i in range(20)]
+    produce_avro(kafka_bootstrap, topic, v1, V1, first)
+    unframed = produce(kafka_bootstrap, topic, [b"not avro at all"])[0]
+    stray_id = register(api_url, admin_key, f"{topic}.stray-value", STRAY)
+
+    loader = BronzeLoader(spark, settings, KafkaSettings(bootstrap_servers=kafka_bootstrap))
+    query = loader.start()
+    try:
+        wait_until(lambda: _count(spark, table) == 20, timeout_s=120, what="v1 records in bronze")
+        assert dict(spark.table(table).dtypes)["qty"] == "int"
+
+        # A new version is registered while the stream runs: no restart.
+        v2 = register(api_url, admin_key, subject, V2)
+        second = [
+            {"order_id": f"b{i}", "qty": 2**40 + i, "ratio": i + 0.5, "channel": "web"}
+            for i in range(10)
+        ]
+        produce_avro(kafka_bootstrap, topic, v2, V2, second)
+        stray = produce_avro(
+            kafka_bootstrap, topic, stray_id, STRAY, [{"order_id": "s1", "qty": 7}]
+        )
+        wait_until(lambda: _count(spark, table) == 30, timeout_s=120, what="v2 records in bronze")
+        wait_until(lambda: _count(spark, quarantine) == 2, timeout_s=60, what="quarantined rows")
+        assert query.exception() is None
+    finally:
+        stop_between_batches(query)
+
+    types = dict(spark.table(table).dtypes)
+    assert (types["qty"], types["ratio"], types["channel"]) == ("bigint", "double", "string")
+    rows = {r["order_id"]: r for r in spark.table(table).collect()}
+    assert rows["a3"]["qty"] == 3 and rows["a3"]["ratio"] == 6.0 and rows["a3"]["channel"] is None
+    assert rows["b4"]["qty"] == 2**40 + 4 and rows["b4"]["ratio"] == 4.5
+    assert rows["b4"]["channel"] == "web"
+    assert rows["a3"]["_hub_schema_id"] == v1 and rows["b4"]["_hub_schema_id"] == v2
+    described = {r["col_name"]: r["comment"] for r in spark.sql(f"DESCRIBE {table}").collect()}
+    assert described["order_id"] == "Order number."
+
+    held = {r["_hub_reason_code"]: r for r in spark.table(quarantine).collect()}
+    assert set(held) == {"NOT_CONFLUENT_FRAMED", "SCHEMA_UNRESOLVABLE"}
+    bad = held["NOT_CONFLUENT_FRAMED"]
+    assert bytes(bad["_hub_value"]) == b"not avro at all"
+    assert (bad["_hub_partition"], bad["_hub_offset"]) == unframed
+    assert bad["_hub_topic"] == topic and bad["_hub_timestamp"] is not None
+    unresolved = held["SCHEMA_UNRESOLVABLE"]
+    assert unresolved["_hub_schema_id"] == stray_id and "ratio" in unresolved["_hub_reason"]
+
+    # Before a fix, a replay lands nothing and keeps both reasons.
+    result = replay(spark, settings, topic)
+    assert (result.examined, result.landed) == (2, 0)
+
+    register(api_url, admin_key, subject, V3)
+    for _ in range(2):  # running it twice lands the record once
+        replay(spark, settings, topic)
+    landed = spark.table(table).where("order_id = 's1'").collect()
+    assert len(landed) == 1
+    assert (landed[0]["_hub_partition"], landed[0]["_hub_offset"]) == stray[0]
+    assert landed[0]["qty"] == 7 and landed[0]["ratio"] == 0.0
+    assert _count(spark, table) == 31
+    [left] = spark.table(quarantine).collect()
+    assert left["_hub_reason_code"] == "NOT_CONFLUENT_FRAMED" and left["_hub_attempts"] == 4
+
+
+def test_a_type_change_delta_cannot_apply_is_quarantined_not_fatal(
+    api_url: str,
+    admin_key: str,
+    kafka_bootstrap: str,
+    spark: SparkSession,
+    loader_settings: LoaderSettings,
+    tmp_path: Path,
+) -> None:
+    topic = unique_topic("evo")
+    subject = f"{topic}-value"
+    create_topic(kafka_bootstrap, topic, partitions=1)
+    settings = own_loader_settings(loader_settings, tmp_path, topic.replace(".", "\\."))
+    kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap)
+    v1 = register(api_url, admin_key, subject, V1)
+    produce_avro(kafka_bootstrap, topic, v1, V1, [{"order_id": "a", "qty": 1, "ratio": 1}])
+    _run_once(spark, settings, kafka)
+    # int -> float is an Avro promotion (the registry accepts it) that Delta cannot widen.
+    as_float = orders(qty="float")
+    v2 = register(api_url, admin_key, subject, as_float)
+    produce_avro(kafka_bootstrap, topic, v2, as_float, [{"order_id": "b", "qty": 2.5, "ratio": 2}])
+    _run_once(spark, settings, kafka)
+
+    table = f"bronze.{topic.replace('.', '_')}"
+    assert [r["order_id"] for r in spark.table(table).collect()] == ["a"]
+    [held] = spark.table(f"quarantine.{topic.replace('.', '_')}").collect()
+    assert held["_hub_reason_code"] == "TYPE_CHANGE_UNSUPPORTED"
+    assert "qty int -> float" in held["_hub_reason"]
+    assert bytes(held["_hub_value"])[5:] == encode(
+        as_float, {"order_id": "b", "qty": 2.5, "ratio": 2}
+    )
+
+
+def _run_once(spark: SparkSession, settings: LoaderSettings, kafka: KafkaSettings) -> None:
+    query = BronzeLoader(spark, settings, kafka).start(available_now=True)
+    query.awaitTermination(300)
+    assert query.exception() is None
+
+
+def _count(spark: SparkSession, table: str) -> int:
+    if not spark.catalog.tableExists(table):
+        return 0
+    return spark.table(table).count()

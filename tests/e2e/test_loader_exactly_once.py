@@ -1,0 +1,182 @@
+"""Exactly once across crashes: the loader runs as its own process and is SIGKILLed mid-stream.
+
+100,000 small records flow into a topic while `hub load run` lands them; the loader is killed
+at random points four times and restarted each time, then run to catch-up with `--once`. The
+Delta table, read by path, must hold every Kafka record once: the same (partition, offset) set
+and the same values.
+"""
+
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from hub_kafka.settings import KafkaSettings
+from spark_loaders.bronze import BronzeLoader
+from spark_loaders.settings import LoaderSettings
+from tests.conftest import JARS, REPO
+from tests.support.hub_client import unique_topic
+from tests.support.loader import create_topic, own_loader_settings, produce_avro, register
+
+pytestmark = pytest.mark.e2e
+
+COUNT = 100_000
+KILLS = 4
+SCHEMA = {
+    "type": "record",
+    "name": "Tick",
+    "fields": [{"name": "n", "type": "long"}, {"name": "tag", "type": "string"}],
+}
+
+
+def test_killed_and_restarted_loader_lands_each_record_exactly_once(
+    api_url: str, admin_key: str, kafka_bootstrap: str, spark: SparkSession, tmp_path: Path
+) -> None:
+    topic = unique_topic("kill")
+    create_topic(kafka_bootstrap, topic, partitions=3)
+    schema_id = register(api_url, admin_key, f"{topic}-value", SCHEMA)
+    env = _loader_env(tmp_path, api_url, kafka_bootstrap, topic)
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    print(f"kill points drawn with seed {seed}")
+
+    placed: dict[tuple[int, int], int] = {}
+    producer = threading.Thread(
+        target=_publish_paced, args=(kafka_bootstrap, topic, schema_id, placed), daemon=True
+    )
+    producer.start()
+    location = tmp_path / "warehouse" / "bronze.db" / topic.replace(".", "_")
+    for attempt in range(KILLS):
+        with _loader(env, tmp_path / f"run{attempt}.log") as (process, log):
+            # The first kill falls in the first batch (creating the table); the others just
+            # after a batch was written, around its checkpoint commit or in the next batch.
+            _wait_for(log, "landing topics matching" if attempt == 0 else "batch ", process)
+            time.sleep(rng.uniform(0.5, 5.0) if attempt == 0 else rng.uniform(0.0, 6.0))
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    producer.join(timeout=600)
+    assert len(placed) == COUNT, "the producer did not get every record acknowledged"
+    landed_before = spark.read.format("delta").load(str(location)).count()
+    assert landed_before > 0  # the killed runs did land batches
+
+    with _loader(env, tmp_path / "final.log", once=True) as (process, log):
+        assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
+
+    location = tmp_path / "warehouse" / "bronze.db" / topic.replace(".", "_")
+    rows = (
+        spark.read.format("delta")
+        .load(str(location))
+        .select("_hub_partition", "_hub_offset", "n", "tag", "_hub_schema_id")
+    )
+    landed = [(r[0], r[1], r[2], r[3], r[4]) for r in rows.collect()]
+    assert len(landed) == COUNT
+    by_position = {(p, o): (n, tag, sid) for p, o, n, tag, sid in landed}
+    assert len(by_position) == COUNT  # no record twice
+    assert set(by_position) == set(placed)  # no record missing, none invented
+    for position, n in placed.items():
+        assert by_position[position] == (n, f"t{n % 97}", schema_id)
+
+
+def test_a_reset_checkpoint_lands_the_topic_again_instead_of_skipping_it(
+    api_url: str,
+    admin_key: str,
+    kafka_bootstrap: str,
+    spark: SparkSession,
+    loader_settings: LoaderSettings,
+    tmp_path: Path,
+) -> None:
+    topic = unique_topic("reset")
+    create_topic(kafka_bootstrap, topic, partitions=1)
+    schema_id = register(api_url, admin_key, f"{topic}-value", SCHEMA)
+    settings = own_loader_settings(loader_settings, tmp_path, topic.replace(".", "\\."))
+    kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap)
+    values = [{"n": n, "tag": "x"} for n in range(30)]
+    produce_avro(kafka_bootstrap, topic, schema_id, SCHEMA, values)
+    table = f"bronze.{topic.replace('.', '_')}"
+    for _ in range(2):
+        query = BronzeLoader(spark, settings, kafka).start(available_now=True)
+        query.awaitTermination(300)
+        assert query.exception() is None
+        # The operator resets the checkpoint: batch ids restart at 0.
+        for path in sorted(settings.checkpoint_dir.glob("hub-bronze*")):
+            subprocess.run(["rm", "-rf", str(path)], check=True)
+    counts = spark.sql(f"SELECT _hub_offset, count(*) AS c FROM {table} GROUP BY 1").collect()
+    assert sorted((r["_hub_offset"], r["c"]) for r in counts) == [(n, 2) for n in range(30)]
+
+
+def _publish_paced(
+    bootstrap: str, topic: str, schema_id: int, placed: dict[tuple[int, int], int]
+) -> None:
+    """Publish COUNT records in chunks over about a minute, so they arrive during the kills."""
+    chunk = 2_000
+    for start in range(0, COUNT, chunk):
+        values = [{"n": n, "tag": f"t{n % 97}"} for n in range(start, start + chunk)]
+        positions = produce_avro(bootstrap, topic, schema_id, SCHEMA, values)
+        placed.update(zip(positions, (v["n"] for v in values), strict=True))
+        time.sleep(1.0)
+
+
+def _loader_env(home: Path, api_url: str, bootstrap: str, topic: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HUB_")}
+    env.update(
+        {
+            "HUB_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+            "HUB_LOADER_MASTER": "local[2]",
+            "HUB_LOADER_DRIVER_MEMORY": "1g",
+            "HUB_LOADER_SHUFFLE_PARTITIONS": "2",
+            "HUB_LOADER_WAREHOUSE_DIR": str(home / "warehouse"),
+            "HUB_LOADER_METASTORE_DIR": str(home / "metastore"),
+            # An embedded metastore of its own: no clash with the tests' Spark session.
+            "HUB_LOADER_METASTORE_URL": (
+                f"jdbc:derby:;databaseName={home / 'metastore' / 'metastore_db'};create=true"
+            ),
+            "HUB_LOADER_CHECKPOINT_DIR": str(home / "checkpoints"),
+            "HUB_LOADER_JARS_DIR": str(JARS / "spark"),
+            "HUB_LOADER_REGISTRY_URL": api_url,
+            "HUB_LOADER_TOPIC_PATTERN": topic.replace(".", "\\."),
+            "HUB_LOADER_TRIGGER_SECONDS": "1",
+            "HUB_LOADER_MAX_OFFSETS_PER_TRIGGER": "15000",
+        }
+    )
+    return env
+
+
+class _loader:
+    """`hub load run` in its own process group (so a kill takes its Spark JVM along)."""
+
+    def __init__(self, env: dict[str, str], log: Path, *, once: bool = False) -> None:
+        self._env, self._log, self._once = env, log, once
+
+    def __enter__(self) -> tuple[subprocess.Popen[bytes], Path]:
+        command = [str(REPO / ".venv" / "bin" / "hub"), "load", "run"]
+        self._out = self._log.open("wb")
+        self._process = subprocess.Popen(
+            [*command, "--once"] if self._once else command,
+            env=self._env,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self._process, self._log
+
+    def __exit__(self, *_: object) -> None:
+        if self._process.poll() is None:
+            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait()
+        self._out.close()
+
+
+def _wait_for(log: Path, text: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if text in log.read_text(errors="replace"):
+            return
+        assert process.poll() is None, log.read_text(errors="replace")[-3000:]
+        time.sleep(0.2)
+    raise AssertionError(f"the loader did not log {text!r}: {log.read_text()[-3000:]}")

@@ -1,0 +1,128 @@
+"""Publish change events and orders through the gateway → bronze → silver → the star schema."""
+
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pyspark.sql import SparkSession
+
+from hub_cli import demo
+from hub_kafka.settings import KafkaSettings
+from hub_kafka.topics import TopicName, table_suffix
+from spark_loaders.bronze import BronzeLoader
+from spark_loaders.settings import LoaderSettings
+from spark_loaders.warehouse import build_model
+from tests.support.hub_client import create_feed, publish, unique_topic
+
+pytestmark = pytest.mark.e2e
+
+T0 = 1_750_000_000_000  # ms
+
+
+def _change(op: str, table: str, after: dict[str, Any], ms: int) -> dict[str, Any]:
+    value = demo.change_event(op, table, None, after)
+    value["ts_ms"] = value["source"]["ts_ms"] = ms
+    return value
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat()
+
+
+def test_demo_feeds_build_a_star_schema_with_a_late_customer(
+    api_url: str,
+    kafka_bootstrap: str,
+    team_key: Callable[[str], str],
+    spark: SparkSession,
+    loader_settings: LoaderSettings,
+    tmp_path: Path,
+) -> None:
+    key = team_key(demo.TEAM)
+    topics = {name: unique_topic("e2e") for name in ("customers", "products", "orders")}
+    for name, topic in topics.items():
+        create_feed(api_url, key, topic=topic, schema=demo.schema_text(f"demo.{name}"),
+                    owner=demo.TEAM)  # fmt: skip
+    suffix = table_suffix(TopicName(topics["orders"])).split("_")[-1]
+    model = tmp_path / "model.yaml"
+    model.write_text(
+        yaml.safe_dump(
+            {
+                "dimensions": [
+                    {"name": f"customer_{suffix}", "source": topics["customers"],
+                     "business_key": ["customer_id"], "attributes": ["name", "country"]},
+                    {"name": f"product_{suffix}", "source": topics["products"],
+                     "business_key": ["sku"], "attributes": ["name"], "scd_type": 1},
+                ],
+                "facts": [
+                    {"name": f"orders_{suffix}", "source": topics["orders"],
+                     "grain": ["order_id"], "event_time": "ordered_at",
+                     "measures": ["amount"],
+                     "dimensions": [
+                         {"dimension": f"customer_{suffix}",
+                          "columns": {"customer_id": "customer_id"}},
+                         {"dimension": f"product_{suffix}",
+                          "columns": {"product_sku": "sku"}},
+                     ]},
+                ],
+            }
+        )
+    )  # fmt: skip
+
+    def send(name: str, records: list[dict[str, Any]], keys: list[str | None]) -> None:
+        body = [{"key": k, "value": v} for k, v in zip(keys, records, strict=True)]
+        response = publish(api_url, key, topics[name], body)
+        assert response.status_code == 200, response.text
+
+    def land_and_build() -> None:
+        kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap)
+        query = BronzeLoader(spark, loader_settings, kafka).start(available_now=True)
+        query.awaitTermination(600)
+        assert query.exception() is None
+        build_model(spark, loader_settings, model)
+
+    product = {"sku": "ESP-100", "name": "Espresso machine", "category": "coffee",
+               "list_price": "249.00"}  # fmt: skip
+    send("products", [_change("r", "products", product, T0)], ["ESP-100"])
+    first = {"customer_id": 1, "name": "Customer 1", "email": "c1@example.com", "country": "SE"}
+    send("customers", [_change("r", "customers", first, T0)], ["1"])
+    order_1 = demo.order(random.Random(1), 7) | {"ordered_at": _iso(T0 + 1_000)}
+    send("orders", [order_1], [None])
+    land_and_build()
+
+    customers = f"gold.dim_customer_{suffix}"
+    columns = f"customer_{suffix}_key, customer_id, name, country, is_current, is_inferred"
+    rows = sorted(tuple(r) for r in spark.sql(f"SELECT {columns} FROM {customers}").collect())
+    assert rows == [
+        (-1, None, None, None, True, False),
+        (1, 1, "Customer 1", "SE", True, False),
+        (2, 7, None, None, True, True),  # customer 7 has an order but no row yet
+    ]
+
+    # The customer's row arrives after the order; then the customer moves; then a new order.
+    customer = {"customer_id": 7, "name": "Customer 7", "email": "c7@example.com"}
+    send("customers", [
+        _change("c", "customers", customer | {"country": "DE"}, T0 + 2_000),
+        _change("u", "customers", customer | {"country": "FR"}, T0 + 3_000),
+    ], ["7", "7"])  # fmt: skip
+    order_2 = demo.order(random.Random(2), 7) | {"ordered_at": _iso(T0 + 4_000)}
+    send("orders", [order_2], [None])
+    land_and_build()
+
+    rows = sorted(tuple(r) for r in spark.sql(f"SELECT {columns} FROM {customers}").collect())
+    assert rows == [
+        (-1, None, None, None, True, False),
+        (1, 1, "Customer 1", "SE", True, False),
+        (2, 7, "Customer 7", "DE", False, False),  # the inferred member, completed in place
+        (3, 7, "Customer 7", "FR", True, False),
+    ]
+    facts = spark.sql(
+        f"SELECT order_id, customer_{suffix}_key, product_{suffix}_key "
+        f"FROM gold.fact_orders_{suffix}"
+    ).collect()
+    assert sorted(tuple(r) for r in facts) == sorted(
+        [(order_1["order_id"], 2, 1), (order_2["order_id"], 3, 1)]
+    )

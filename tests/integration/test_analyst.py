@@ -1,0 +1,220 @@
+"""Analysts query bronze tables while the loader writes them: over JDBC/ODBC and with `hub sql`.
+
+The loader here is this test session's own streaming query (`BronzeLoader` on the `spark`
+fixture); the analysts' side runs as separate processes, `hub analyst serve` and `hub sql`, on
+the same metastore server: the setup the hub's users run.
+"""
+
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from impala.dbapi import connect
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from hub_cli import demo
+from hub_kafka.settings import KafkaSettings
+from hub_kafka.topics import TopicName, bronze_table
+from spark_loaders.bronze import BronzeLoader
+from spark_loaders.lifecycle import stop_between_batches
+from spark_loaders.settings import LoaderSettings
+from tests.support.hub_client import create_feed, publish, unique_topic
+from tests.support.ports import free_port
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+TEAM = "analysts"
+
+
+@dataclass
+class Landing:
+    """A feed and the running loader that lands it in bronze."""
+
+    api_url: str
+    key: str
+    topic: str
+    table: str
+    query: StreamingQuery
+    settings: LoaderSettings
+    rng: random.Random
+
+    def publish_views(self, count: int) -> list[dict[str, Any]]:
+        views = [demo.page_view(self.rng) for _ in range(count)]
+        response = publish(
+            self.api_url, self.key, self.topic, [{"key": v["view_id"], "value": v} for v in views]
+        )
+        assert response.status_code == 200, response.text
+        return views
+
+
+@pytest.fixture(scope="module")
+def landing(
+    api_url: str,
+    kafka_bootstrap: str,
+    team_key: Callable[[str], str],
+    spark: SparkSession,
+    loader_settings: LoaderSettings,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Landing]:
+    """A page-view feed and a loader that keeps landing it until the module's tests are done."""
+    key = team_key(TEAM)
+    topic = unique_topic(TEAM)
+    create_feed(api_url, key, topic=topic, schema=demo.schema_text("demo.page_views"), owner=TEAM)
+    settings = loader_settings.model_copy(
+        update={
+            "checkpoint_dir": tmp_path_factory.mktemp("analyst-checkpoints"),
+            "topic_pattern": f"^{re.escape(topic)}$",
+        }
+    )
+    query = BronzeLoader(spark, settings, KafkaSettings(bootstrap_servers=kafka_bootstrap)).start()
+    try:
+        yield Landing(
+            api_url, key, topic, bronze_table(TopicName(topic)), query, settings, random.Random(7)
+        )
+    finally:
+        stop_between_batches(query)
+
+
+def _analyst_env(settings: LoaderSettings) -> dict[str, str]:
+    """The environment of a process on the same metastore and warehouse as the loader."""
+    return {
+        **os.environ,
+        "HUB_LOADER_MASTER": "local[1]",
+        "HUB_LOADER_DRIVER_MEMORY": "512m",
+        "HUB_LOADER_SHUFFLE_PARTITIONS": "1",
+        "HUB_LOADER_WAREHOUSE_DIR": str(settings.warehouse_dir),
+        "HUB_LOADER_METASTORE_DIR": str(settings.metastore_dir),
+        "HUB_LOADER_METASTORE_PORT": str(settings.metastore_port),
+        "HUB_LOADER_METASTORE_JARS_DIR": str(settings.metastore_jars_dir),
+        "HUB_LOADER_JARS_DIR": str(settings.jars_dir),
+    }
+
+
+def _count(spark: SparkSession, table: str) -> int:
+    if not spark.catalog.tableExists(table):
+        return 0
+    return int(spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0])
+
+
+@pytest.fixture
+def analyst_server(landing: Landing, tmp_path: Path) -> Iterator[int]:
+    """`hub analyst serve` on a free port, in its own process; yields the port."""
+    port = free_port()
+    log_path = tmp_path / "serve.log"
+    with log_path.open("wb") as log_file:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "hub_cli.main", "analyst", "serve", "--port", str(port)],
+            env=_analyst_env(landing.settings),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        wait_until(
+            lambda: server.poll() is not None or "Thrift server is ready" in log_path.read_text(),
+            timeout_s=300,
+            what=f"`hub analyst serve` to accept connections (log: {log_path})",
+        )
+        assert server.poll() is None, log_path.read_text()[-3000:]
+        yield port
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    assert "stopping the Thrift server" in log_path.read_text()
+
+
+def _wait_for_rows(spark: SparkSession, table: str, count: int) -> None:
+    """Wait until the loader has landed `count` rows in `table` (as this session reads it)."""
+    wait_until(
+        lambda: _count(spark, table) >= count,
+        timeout_s=240,
+        interval_s=1.0,
+        what=f"the loader to land {count} rows in {table}",
+    )
+    assert _count(spark, table) == count
+
+
+def _thrift_rows(port: int, statement: str) -> list[tuple[Any, ...]]:
+    connection = connect(
+        host="127.0.0.1", port=port, auth_mechanism="PLAIN", user="analyst", password="-"
+    )
+    try:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(statement)
+            rows: list[tuple[Any, ...]] = cursor.fetchall()
+        finally:
+            cursor.close()
+        return rows
+    finally:
+        connection.close()
+
+
+def _thrift_count(port: int, table: str) -> int:
+    tables = {row[1] for row in _thrift_rows(port, "SHOW TABLES IN bronze")}
+    if table.split(".", 1)[1] not in tables:
+        return 0
+    return int(_thrift_rows(port, f"SELECT count(*) FROM {table}")[0][0])
+
+
+def test_the_thrift_server_returns_the_rows_the_running_loader_lands(
+    landing: Landing, analyst_server: int, spark: SparkSession
+) -> None:
+    before = _count(spark, landing.table)
+    sent = landing.publish_views(40)
+    _wait_for_rows(spark, landing.table, before + 40)
+    assert _thrift_count(analyst_server, landing.table) == before + 40
+    # The server has read the table; the loader writes on, and each statement is answered
+    # from the newest version the loader committed.
+    sent += landing.publish_views(25)
+    _wait_for_rows(spark, landing.table, before + 65)
+
+    rows = _thrift_rows(
+        analyst_server,
+        f"SELECT view_id, user_id, url, device, duration_ms FROM {landing.table}",
+    )
+
+    assert landing.query.isActive, "the loader stopped while the analysts queried"
+    assert len(rows) == before + 65
+    landed = {row[0]: tuple(row[1:]) for row in rows}
+    assert {v["view_id"]: landed.get(v["view_id"]) for v in sent} == {
+        v["view_id"]: (v["user_id"], v["url"], v["device"], v["duration_ms"]) for v in sent
+    }
+
+
+def test_hub_sql_reads_a_table_while_the_loader_keeps_landing(
+    landing: Landing, spark: SparkSession
+) -> None:
+    before = _count(spark, landing.table)
+    landing.publish_views(10)
+    _wait_for_rows(spark, landing.table, before + 10)
+
+    result = subprocess.run(
+        [sys.executable, "-m", "hub_cli.main", "sql", f"SELECT count(*) AS n FROM {landing.table}"],
+        env=_analyst_env(landing.settings),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert re.search(rf"\|\s*{before + 10}\s*\|", result.stdout), result.stdout
+    # The loader was not locked out of the metastore by the second process: it keeps landing.
+    landing.publish_views(5)
+    _wait_for_rows(spark, landing.table, before + 15)
+    assert landing.query.isActive

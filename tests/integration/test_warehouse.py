@@ -1,0 +1,195 @@
+"""Star schemas from a model: inferred members completed in place, facts on the right versions."""
+
+import uuid
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql.types import (
+    DecimalType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from hub_kafka.topics import TopicName, table_suffix
+from spark_loaders.silver import SilverLoader
+from spark_loaders.silver_changes import ChangelogSpec
+from spark_loaders.warehouse import WarehouseBuilder, parse_model
+from spark_loaders.warehouse.errors import WarehouseSourceNotFound
+from tests.support.changelog import METADATA, ChangeLog
+
+pytestmark = pytest.mark.integration
+
+ORDERS = StructType(
+    [
+        StructField("order_id", StringType(), False),
+        StructField("customer_id", LongType(), True),
+        StructField("product_sku", StringType(), True),
+        StructField("quantity", IntegerType(), False),
+        StructField("amount", DecimalType(12, 2), False),
+        StructField("ordered_at", TimestampType(), False),
+        *METADATA,
+    ]
+)
+EPOCH = 1_700_000_000_000
+
+
+def _t(seconds: int) -> datetime:
+    return datetime.fromtimestamp((EPOCH + seconds * 1000) / 1000, UTC).replace(tzinfo=None)
+
+
+class Shop:
+    """Bronze tables of one test's customers, products and orders, and their silver loaders."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self.domain = f"w{uuid.uuid4().hex[:8]}"
+        spark.sql("CREATE DATABASE IF NOT EXISTS bronze")
+        self.customers = self._changelog(
+            "customers",
+            [("customer_id", LongType()), ("name", StringType()), ("country", StringType())],
+            "customer_id",
+        )
+        self.products = self._changelog(
+            "products", [("sku", StringType()), ("name", StringType())], "sku"
+        )
+        self.offset = 0
+
+    def _changelog(self, name: str, row: Any, key: str) -> tuple[ChangeLog, SilverLoader]:
+        suffix = table_suffix(TopicName(f"{self.domain}.{name}"))
+        log = ChangeLog(table=name, row=row)
+        log.append(self.spark, f"bronze.{suffix}", [])
+        spec = ChangelogSpec(f"bronze.{suffix}", f"silver.{suffix}", (key,))
+        loader = SilverLoader(self.spark, spec, checkpoint_dir="/unused")
+        loader._ensure_tables()
+        return log, loader
+
+    def change(self, which: str, op: str, seconds: int, after: dict[str, Any]) -> None:
+        log, loader = self.customers if which == "customers" else self.products
+        lsn = EPOCH + seconds
+        event = log.event(op, lsn=lsn, ts_ms=EPOCH + seconds * 1000, after=after)
+        loader.apply(log.frame(self.spark, [event]), lsn)
+
+    def order(self, order_id: str, customer: int | None, sku: str | None, seconds: int) -> None:
+        self.offset += 1
+        now = datetime.now(UTC)
+        row = (order_id, customer, sku, 1, Decimal("9.50"), _t(seconds),
+               None, 0, self.offset, now, 1, now, date.today())  # fmt: skip
+        self.spark.createDataFrame([row], ORDERS).write.format("delta").mode("append").saveAsTable(
+            f"bronze.{self.domain}_orders"
+        )
+
+    def model(self) -> Any:
+        return parse_model(
+            {
+                "dimensions": [
+                    {"name": f"{self.domain}_customer", "source": f"{self.domain}.customers",
+                     "business_key": ["customer_id"], "attributes": ["name", "country"],
+                     "scd_type": 2},
+                    {"name": f"{self.domain}_product", "source": f"{self.domain}.products",
+                     "business_key": ["sku"], "attributes": ["name"], "scd_type": 1},
+                ],
+                "facts": [
+                    {"name": f"{self.domain}_orders", "source": f"{self.domain}.orders",
+                     "grain": ["order_id"], "event_time": "ordered_at", "measures": ["amount"],
+                     "dimensions": [
+                         {"dimension": f"{self.domain}_customer",
+                          "columns": {"customer_id": "customer_id"}},
+                         {"dimension": f"{self.domain}_product",
+                          "columns": {"product_sku": "sku"}},
+                     ]},
+                ],
+            },
+            source="test.yaml",
+        )  # fmt: skip
+
+    def rows(self, table: str, columns: str) -> list[tuple[Any, ...]]:
+        kind = "fact" if table == "orders" else "dim"
+        found = self.spark.sql(f"SELECT {columns} FROM gold.{kind}_{self.domain}_{table}")
+        return sorted(tuple(r) for r in found.collect())
+
+
+def test_late_dimension_rows_complete_inferred_members_and_facts_follow_versions(
+    spark: SparkSession,
+) -> None:
+    shop = Shop(spark)
+    builder = WarehouseBuilder(spark, shop.model(), source="test.yaml")
+    customer = "customer_key, customer_id, name, country, valid_from, valid_to, is_current, " \
+        "is_inferred"  # fmt: skip
+    customer = customer.replace("customer_key", f"{shop.domain}_customer_key")
+    product = f"{shop.domain}_product_key, sku, name, is_inferred"
+    facts = f"order_id, {shop.domain}_customer_key, {shop.domain}_product_key, amount"
+    start = datetime(1900, 1, 1)
+
+    shop.change("customers", "c", 100, {"customer_id": 1, "name": "Ann", "country": "DE"})
+    shop.change("products", "c", 100, {"sku": "A", "name": "Apple"})
+    shop.order("o1", 1, "A", 150)
+    shop.order("o2", 2, "B", 160)  # customer 2 and product B are not known yet
+    shop.order("o3", None, "A", 170)  # no customer: the unknown member
+    builder.build()
+
+    assert shop.rows("customer", customer) == [
+        (-1, None, None, None, start, None, True, False),
+        (1, 1, "Ann", "DE", start, None, True, False),
+        (2, 2, None, None, start, None, True, True),
+    ]
+    assert shop.rows("product", product) == [
+        (-1, None, None, False),
+        (1, "A", "Apple", False),
+        (2, "B", None, True),
+    ]
+    assert shop.rows("orders", facts) == [
+        ("o1", 1, 1, Decimal("9.50")),
+        ("o2", 2, 2, Decimal("9.50")),
+        ("o3", -1, 1, Decimal("9.50")),
+    ]
+
+    # Customer 2 arrives after its order; customer 1 moves (a new SCD2 version).
+    shop.change("customers", "c", 165, {"customer_id": 2, "name": "Bo", "country": "SE"})
+    shop.change("customers", "u", 200, {"customer_id": 1, "name": "Ann", "country": "FR"})
+    shop.change("products", "c", 210, {"sku": "B", "name": "Banana"})
+    shop.order("o4", 1, "B", 250)
+    builder.build()
+
+    expected_customers = [
+        (-1, None, None, None, start, None, True, False),
+        (1, 1, "Ann", "DE", start, _t(200), False, False),
+        (2, 2, "Bo", "SE", start, None, True, False),  # completed in place, same key
+        (3, 1, "Ann", "FR", _t(200), None, True, False),
+    ]
+    expected_facts = [
+        ("o1", 1, 1, Decimal("9.50")),  # before the move: the DE version
+        ("o2", 2, 2, Decimal("9.50")),
+        ("o3", -1, 1, Decimal("9.50")),
+        ("o4", 3, 2, Decimal("9.50")),  # after the move: the FR version
+    ]
+    assert shop.rows("customer", customer) == expected_customers
+    assert shop.rows("product", product) == [
+        (-1, None, None, False),
+        (1, "A", "Apple", False),
+        (2, "B", "Banana", False),
+    ]
+    assert shop.rows("orders", facts) == expected_facts
+
+    # A rebuild over the same data renumbers nothing and changes nothing.
+    builder.build()
+    assert shop.rows("customer", customer) == expected_customers
+    assert shop.rows("orders", facts) == expected_facts
+
+
+def test_a_model_naming_a_missing_column_says_which_and_the_choices(spark: SparkSession) -> None:
+    shop = Shop(spark)
+    model = shop.model().model_copy(deep=True)
+    data = model.model_dump(mode="json")
+    data["dimensions"][0]["attributes"] = ["name", "region"]
+    with pytest.raises(WarehouseSourceNotFound) as caught:
+        WarehouseBuilder(spark, parse_model(data, source="m.yaml"), source="m.yaml").build()
+    message = caught.value.message
+    assert "m.yaml: dimensions[0].attributes: column 'region' is not in silver." in message
+    assert "valid choices: customer_id, name, country" in message

@@ -1,0 +1,88 @@
+"""Producing Confluent-framed records straight to Kafka and running the bronze loader in tests."""
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import httpx
+from confluent_kafka import Producer
+
+from hub_kafka.admin import TopicAdmin
+from hub_kafka.settings import KafkaSettings
+from registry.wire import frame
+from spark_loaders.settings import LoaderSettings
+from tests.support.hub_client import bearer
+
+REGISTRY_MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+def create_topic(bootstrap: str, topic: str, *, partitions: int = 2) -> None:
+    TopicAdmin(KafkaSettings(bootstrap_servers=bootstrap)).create(
+        topic, partitions=partitions, config={}
+    )
+
+
+def register(api_url: str, admin_key: str, subject: str, schema: dict[str, Any]) -> int:
+    """Register `schema` under `subject`; return its id (fails the test when refused)."""
+    response = httpx.post(
+        f"{api_url}/subjects/{subject}/versions",
+        json={"schema": json.dumps(schema)},
+        headers={**bearer(admin_key), "Content-Type": REGISTRY_MEDIA_TYPE},
+    )
+    assert response.status_code == 200, response.text
+    schema_id: int = response.json()["id"]
+    return schema_id
+
+
+def encode(schema: dict[str, Any], value: dict[str, Any]) -> bytes:
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, fastavro.parse_schema(schema), value)
+    return buffer.getvalue()
+
+
+def produce(
+    bootstrap: str, topic: str, values: list[bytes], *, keys: list[bytes] | None = None
+) -> list[tuple[int, int]]:
+    """Produce raw values (acks=all); return the (partition, offset) of each, in order."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "enable.idempotence": True}
+    )
+    placed: dict[int, tuple[int, int]] = {}
+
+    def report(index: int) -> Any:
+        def done(err: Any, msg: Any) -> None:
+            assert err is None, err
+            placed[index] = (msg.partition(), msg.offset())
+
+        return done
+
+    for index, value in enumerate(values):
+        key = keys[index] if keys else str(index).encode()
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key, on_delivery=report(index))
+                break
+            except BufferError:
+                producer.poll(0.1)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    return [placed[i] for i in range(len(values))]
+
+
+def produce_avro(
+    bootstrap: str, topic: str, schema_id: int, schema: dict[str, Any], values: list[dict[str, Any]]
+) -> list[tuple[int, int]]:
+    return produce(bootstrap, topic, [frame(schema_id, encode(schema, v)) for v in values])  # type: ignore[arg-type]
+
+
+def own_loader_settings(base: LoaderSettings, home: Path, topic_pattern: str) -> LoaderSettings:
+    """Settings landing only `topic_pattern`, with checkpoints of their own."""
+    return base.model_copy(
+        update={
+            "checkpoint_dir": home / "checkpoints",
+            "topic_pattern": topic_pattern,
+            "schema_refresh_seconds": 0.0,
+        }
+    )

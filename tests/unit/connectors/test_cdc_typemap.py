@@ -1,0 +1,180 @@
+"""PostgreSQL types as Avro types, and column text as values the Avro encoder accepts."""
+
+import base64
+import io
+import json
+from typing import Any
+
+import fastavro
+import pytest
+
+from connectors.postgres.envelope import (
+    UNAVAILABLE,
+    Origin,
+    TableColumn,
+    TableShape,
+    convert_row,
+    key_schema,
+    source_block,
+    value_schema,
+)
+from connectors.postgres.pgoutput import UNCHANGED_TOAST
+from connectors.postgres.typemap import PgType, column_type, numeric_precision_scale, parse_array
+from registry.avro import parse
+from registry.compiled import compiled
+from registry.serde import to_datum
+from registry.types import SchemaId
+
+pytestmark = pytest.mark.unit
+
+
+def _numeric_modifier(precision: int, scale: int) -> int:
+    return ((precision << 16) | scale) + 4
+
+
+@pytest.mark.parametrize(
+    ("oid", "modifier", "avro", "text", "value"),
+    [
+        (21, -1, "int", "-7", -7),
+        (23, -1, "int", "42", 42),
+        (20, -1, "long", "9000000000", 9_000_000_000),
+        (16, -1, "boolean", "t", True),
+        (700, -1, "float", "1.5", 1.5),
+        (701, -1, "double", "-Infinity", float("-inf")),
+        (25, -1, "string", "hello", "hello"),
+        (1043, 24, "string", "varchar", "varchar"),
+        (1042, 9, "string", "pad  ", "pad  "),
+        (17, -1, "bytes", "\\x00ff", base64.b64encode(b"\x00\xff").decode()),
+        (1082, -1, {"type": "int", "logicalType": "date"}, "2024-02-29", "2024-02-29"),
+        (1083, -1, {"type": "long", "logicalType": "time-micros"}, "01:02:03.5", 3_723_500_000),
+        (
+            1114,
+            -1,
+            {"type": "long", "logicalType": "local-timestamp-micros"},
+            "2024-01-01 10:00:00",
+            "2024-01-01 10:00:00",
+        ),
+        (
+            1184,
+            -1,
+            {"type": "long", "logicalType": "timestamp-micros"},
+            "2024-01-01 10:00:00+00",
+            "2024-01-01 10:00:00+00",
+        ),
+        (
+            2950,
+            -1,
+            {"type": "string", "logicalType": "uuid"},
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+        ),
+        (
+            3802,
+            -1,
+            {"type": "string", "connect.name": "io.debezium.data.Json"},
+            '{"a": 1}',
+            '{"a": 1}',
+        ),
+        (
+            1700,
+            _numeric_modifier(10, 2),
+            {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2},
+            "12.50",
+            "12.50",
+        ),
+        (1700, -1, "string", "3.141592653589793238", "3.141592653589793238"),
+        (1007, -1, {"type": "array", "items": ["null", "int"]}, "{1,NULL,3}", [1, None, 3]),
+        (
+            1009,
+            -1,
+            {"type": "array", "items": ["null", "string"]},
+            '{a,"b,c","d\\"e"}',
+            ["a", "b,c", 'd"e'],
+        ),
+    ],
+)
+def test_builtin_types(oid: int, modifier: int, avro: Any, text: str, value: Any) -> None:
+    mapped = column_type(oid, modifier)
+    assert mapped.avro == avro
+    assert mapped.convert(text) == value
+    to_datum(mapped.convert(text), mapped.avro)  # the encoder accepts it
+
+
+def test_unconstrained_numeric_says_why_it_is_a_string() -> None:
+    assert "numeric" in (column_type(1700, -1).doc or "")
+    assert numeric_precision_scale(-1) is None
+    assert numeric_precision_scale(_numeric_modifier(38, 0)) == (38, 0)
+
+
+def _lookup(types: dict[int, PgType]) -> Any:
+    return types.__getitem__
+
+
+def test_enum_domain_and_unknown_types_use_the_catalog() -> None:
+    types = {
+        90001: PgType(90001, "public.mood", "e", 0, 0, -1),
+        90002: PgType(90002, "public.positive", "d", 0, 23, -1),
+        90003: PgType(90003, "public._mood", "b", 90001, 0, -1),
+        90004: PgType(90004, "public.inet_like", "b", 0, 0, -1),
+    }
+    enum = column_type(90001, -1, _lookup(types))
+    assert enum.avro == {"type": "string", "hub.pg.type": "public.mood"}
+    assert column_type(90002, -1, _lookup(types)).avro == "int"
+    array = column_type(90003, -1, _lookup(types))
+    assert array.avro == {"type": "array", "items": ["null", enum.avro]}
+    assert array.convert("{happy,sad}") == ["happy", "sad"]
+    assert column_type(90004, -1, _lookup(types)).avro == "string"
+
+
+def test_array_literals() -> None:
+    assert parse_array("{}") == []
+    assert parse_array('{"",NULL,"NULL"}') == ["", None, "NULL"]
+    assert parse_array("[0:1]={7,8}") == ["7", "8"]
+    with pytest.raises(ValueError, match="multi-dimensional"):
+        parse_array("{{1,2},{3,4}}")
+
+
+SHAPE = TableShape(
+    schema="public",
+    table="docs",
+    columns=(
+        TableColumn("id", column_type(23, -1), type_oid=23),
+        TableColumn("body", column_type(25, -1), comment="The text", type_oid=25),
+        TableColumn("score", column_type(1700, _numeric_modifier(5, 1)), type_oid=1700),
+    ),
+    primary_key=("id",),
+)
+
+
+def test_envelope_schema_encodes_a_change_event() -> None:
+    topic = "cdc.shop.public.docs"
+    schema = value_schema(SHAPE, topic)
+    fields = {f["name"]: f for f in schema["fields"][0]["type"][1]["fields"]}
+    assert fields["id"]["type"] == "int"  # key columns are never null
+    assert fields["body"]["type"] == ["null", "string"] and fields["body"]["doc"] == "The text"
+    assert key_schema(SHAPE, topic) == {
+        "type": "record",
+        "name": "Key",
+        "namespace": topic,
+        "fields": [{"name": "id", "type": "int"}],
+    }
+    row = convert_row(SHAPE, ("1", UNCHANGED_TOAST, "2.5"))
+    assert row.values == {"id": 1, "body": UNAVAILABLE, "score": "2.5"}
+    assert row.unchanged == ["body"]
+    source = source_block(
+        Origin("shop", "db"), SHAPE, commit_ms=1, snapshot="false", tx_id=9, lsn=20,
+        last_commit_lsn=10,
+    )  # fmt: skip
+    assert json.loads(source["sequence"]) == ["10", "20"]
+    event = {"before": None, "after": row.values, "op": "u", "ts_ms": 2, "source": source}
+    avro = parse(json.dumps(schema))
+    encoder = compiled(avro)
+    framed = encoder.encode(encoder.to_datum(event), SchemaId(1))
+    decoded = fastavro.schemaless_reader(io.BytesIO(framed[5:]), avro.parsed, None)
+    assert decoded["after"]["body"] == UNAVAILABLE
+
+
+def test_unchanged_toast_takes_the_old_row_when_it_was_sent() -> None:
+    row = convert_row(SHAPE, ("1", UNCHANGED_TOAST, None), fallback=("1", "old body", None))
+    assert row.values == {"id": 1, "body": "old body", "score": None}
+    assert row.unchanged == []

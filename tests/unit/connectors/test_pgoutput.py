@@ -1,0 +1,135 @@
+"""The pgoutput decoder against messages laid out as the PostgreSQL documentation describes."""
+
+import struct
+
+import pytest
+
+from connectors.postgres import pgoutput
+from connectors.postgres.errors import PgOutputError
+from connectors.postgres.pgoutput import (
+    UNCHANGED_TOAST,
+    Begin,
+    Commit,
+    Delete,
+    Insert,
+    Relation,
+    ReplicaIdentity,
+    Truncate,
+    TypeInfo,
+    Update,
+    format_lsn,
+    parse_lsn,
+)
+
+pytestmark = pytest.mark.unit
+
+# 2024-01-01T00:00:00Z in microseconds since 2000-01-01.
+JAN_2024_PG_MICROS = 757_382_400_000_000
+JAN_2024_UNIX_MS = 1_704_067_200_000
+
+
+def _string(text: str) -> bytes:
+    return text.encode() + b"\x00"
+
+
+def _tuple(*values: str | object | None) -> bytes:
+    out = struct.pack(">h", len(values))
+    for value in values:
+        if value is None:
+            out += b"n"
+        elif value is UNCHANGED_TOAST:
+            out += b"u"
+        else:
+            assert isinstance(value, str)
+            raw = value.encode()
+            out += b"t" + struct.pack(">i", len(raw)) + raw
+    return out
+
+
+def test_begin_and_commit() -> None:
+    begin = pgoutput.decode(b"B" + struct.pack(">QqI", 0x1_0000_0010, JAN_2024_PG_MICROS, 742))
+    assert begin == Begin(final_lsn=0x1_0000_0010, commit_ms=JAN_2024_UNIX_MS, xid=742)
+    commit = pgoutput.decode(b"C" + struct.pack(">BQQq", 0, 100, 130, JAN_2024_PG_MICROS))
+    assert commit == Commit(commit_lsn=100, end_lsn=130, commit_ms=JAN_2024_UNIX_MS)
+
+
+def test_relation_with_key_flags_and_identity() -> None:
+    data = (
+        b"R"
+        + struct.pack(">I", 16384)
+        + _string("public")
+        + _string("orders")
+        + b"f"
+        + struct.pack(">h", 2)
+        + b"\x01"
+        + _string("id")
+        + struct.pack(">Ii", 20, -1)
+        + b"\x00"
+        + _string("amount")
+        + struct.pack(">Ii", 1700, (10 << 16 | 2) + 4)
+    )
+    relation = pgoutput.decode(data)
+    assert isinstance(relation, Relation)
+    assert (relation.relation_id, relation.schema, relation.table) == (16384, "public", "orders")
+    assert relation.replica_identity is ReplicaIdentity.FULL
+    assert [(c.name, c.type_oid, c.in_identity) for c in relation.columns] == [
+        ("id", 20, True),
+        ("amount", 1700, False),
+    ]
+    assert relation.columns[1].type_modifier == (10 << 16 | 2) + 4
+
+
+def test_type_message() -> None:
+    data = b"Y" + struct.pack(">I", 90001) + _string("public") + _string("mood")
+    assert pgoutput.decode(data) == TypeInfo(type_oid=90001, schema="public", name="mood")
+
+
+def test_insert_with_null_and_utf8_text() -> None:
+    data = b"I" + struct.pack(">I", 7) + b"N" + _tuple("1", None, "grüße")
+    assert pgoutput.decode(data) == Insert(relation_id=7, new=("1", None, "grüße"))
+
+
+def test_update_without_old_tuple_keeps_unchanged_toast_marker() -> None:
+    data = b"U" + struct.pack(">I", 7) + b"N" + _tuple("1", UNCHANGED_TOAST, "3")
+    update = pgoutput.decode(data)
+    assert update == Update(
+        relation_id=7, old=None, old_is_key_only=False, new=("1", UNCHANGED_TOAST, "3")
+    )
+
+
+@pytest.mark.parametrize(("marker", "key_only"), [(b"K", True), (b"O", False)])
+def test_update_with_old_key_or_old_row(marker: bytes, key_only: bool) -> None:
+    data = b"U" + struct.pack(">I", 7) + marker + _tuple("1", None) + b"N" + _tuple("2", "x")
+    update = pgoutput.decode(data)
+    assert isinstance(update, Update)
+    assert update.old == ("1", None) and update.old_is_key_only is key_only
+    assert update.new == ("2", "x")
+
+
+def test_delete_with_key() -> None:
+    data = b"D" + struct.pack(">I", 7) + b"K" + _tuple("5", None)
+    assert pgoutput.decode(data) == Delete(relation_id=7, old=("5", None), old_is_key_only=True)
+
+
+def test_truncate_of_several_tables() -> None:
+    data = b"T" + struct.pack(">iB", 2, 3) + struct.pack(">II", 7, 8)
+    assert pgoutput.decode(data) == Truncate(
+        relation_ids=(7, 8), cascade=True, restart_identity=True
+    )
+
+
+def test_binary_column_values_are_refused_with_the_reason() -> None:
+    data = b"I" + struct.pack(">I", 7) + b"N" + struct.pack(">h", 1) + b"b"
+    with pytest.raises(PgOutputError, match="binary"):
+        pgoutput.decode(data)
+
+
+def test_unknown_message_type_is_refused() -> None:
+    with pytest.raises(PgOutputError, match="'S'"):
+        pgoutput.decode(b"S\x00\x00\x00\x01")
+
+
+def test_lsn_text_form_round_trips() -> None:
+    assert parse_lsn("16/B374D848") == 0x16_B374D848
+    assert format_lsn(0x16_B374D848) == "16/B374D848"
+    assert format_lsn(parse_lsn("0/0")) == "0/0"

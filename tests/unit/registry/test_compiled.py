@@ -1,0 +1,292 @@
+"""The compiled converter answers exactly as the generic path: `clean` then `to_datum`.
+
+Any divergence (a datum, a change, an error code, message or path) fails here, on generated
+schemas with cleaning rules and on values that fit them, nearly fit them, or do not at all.
+"""
+
+import base64
+import itertools
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from registry.avro import AvroSchema, parse
+from registry.cleaning import clean, compile_rules, has_rules
+from registry.compiled import CompiledSchema, compiled
+from registry.errors import HubError, InvalidSchema
+from registry.serde import encode, to_datum
+from registry.types import SchemaId
+
+pytestmark = pytest.mark.unit
+
+Outcome = tuple[Any, ...]
+
+
+def generic(value: Any, schema: AvroSchema) -> Outcome:
+    """The path the gateway took before: the cleaning pass, then the generic conversion."""
+    try:
+        changes: tuple[Any, ...] = ()
+        if has_rules(schema.resolved):
+            cleaned = clean(value, schema.resolved)
+            value, changes = cleaned.value, cleaned.changes
+        return ("ok", repr(to_datum(value, schema.resolved)), changes)
+    except HubError as exc:
+        return ("error", exc.code, exc.message, getattr(exc, "path", None))
+
+
+def fused(value: Any, schema: AvroSchema) -> Outcome:
+    try:
+        datum, changes = CompiledSchema(schema).clean_to_datum(value)
+        return ("ok", repr(datum), changes)
+    except HubError as exc:
+        return ("error", exc.code, exc.message, getattr(exc, "path", None))
+
+
+def plain_matches(value: Any, schema: AvroSchema) -> None:
+    """Without cleaning, `to_datum` of the compiled form is the generic `to_datum`."""
+    try:
+        expected: Outcome = ("ok", repr(to_datum(value, schema.resolved)))
+    except HubError as exc:
+        expected = ("error", exc.code, exc.message, getattr(exc, "path", None))
+    try:
+        actual: Outcome = ("ok", repr(CompiledSchema(schema).to_datum(value)))
+    except HubError as exc:
+        actual = ("error", exc.code, exc.message, getattr(exc, "path", None))
+    assert actual == expected
+
+
+# -- schemas ------------------------------------------------------------------------------------
+
+RULE_LISTS = [
+    ["trim"], ["trim", "lowercase"], ["collapse_whitespace", "uppercase"], ["lowercase"],
+    ["trim", "parse_number"], ["parse_number"], ["trim", "enum_case_insensitive"],
+    ["enum_case_insensitive"], ["utc_timestamp"], ["trim", "utc_timestamp"],
+]  # fmt: skip
+LEAVES: list[Any] = [
+    "null", "boolean", "int", "long", "float", "double", "string", "bytes",
+    {"type": "long", "logicalType": "timestamp-millis"},
+    {"type": "long", "logicalType": "timestamp-micros"},
+    {"type": "int", "logicalType": "date"},
+    {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2},
+    {"type": "string", "logicalType": "uuid"},
+    {"type": "string"},
+]  # fmt: skip
+# Branches of one union must differ in type; these never clash with each other.
+UNION_BRANCHES: list[Any] = ["boolean", "int", "double", "string", "bytes", "array", "map",
+                             "record", "enum"]  # fmt: skip
+
+
+@st.composite
+def schemas(draw: st.DrawFn, names: Callable[[], str], depth: int = 0) -> Any:
+    kinds = ["leaf", "enum", "fixed"] + (["record", "array", "map", "union"] if depth < 2 else [])
+    kind = draw(st.sampled_from(kinds))
+    if kind == "leaf":
+        return draw(st.sampled_from(LEAVES))
+    if kind == "enum":
+        return {"type": "enum", "name": names(), "symbols": ["NEW", "Paid", "done"]}
+    if kind == "fixed":
+        return {"type": "fixed", "name": names(), "size": 2}
+    if kind == "array":
+        return {"type": "array", "items": draw(schemas(names, depth + 1))}
+    if kind == "map":
+        return {"type": "map", "values": draw(schemas(names, depth + 1))}
+    if kind == "record":
+        return draw(records(names, depth + 1))
+    chosen = draw(st.lists(st.sampled_from(UNION_BRANCHES), min_size=1, max_size=3, unique=True))
+    branches: list[Any] = ["null"] if draw(st.booleans()) else []
+    for branch in chosen:
+        if branch == "array":
+            branches.append({"type": "array", "items": draw(st.sampled_from(LEAVES[1:]))})
+        elif branch == "map":
+            branches.append({"type": "map", "values": draw(st.sampled_from(LEAVES[1:]))})
+        elif branch == "record":
+            branches.append(draw(records(names, depth + 1)))
+        elif branch == "enum":
+            branches.append({"type": "enum", "name": names(), "symbols": ["A", "b"]})
+        else:
+            branches.append(branch)
+    return branches
+
+
+@st.composite
+def records(draw: st.DrawFn, names: Callable[[], str], depth: int = 0) -> dict[str, Any]:
+    fields = []
+    for n in range(draw(st.integers(min_value=1, max_value=4))):
+        field: dict[str, Any] = {"name": f"f{n}", "type": draw(schemas(names, depth))}
+        if draw(st.integers(min_value=0, max_value=2)) == 0:
+            field["hub.clean"] = draw(st.sampled_from(RULE_LISTS))
+            try:  # keep only rules the field's type can use
+                compile_rules({"type": "record", "name": "Check", "fields": [field]})
+            except InvalidSchema:
+                del field["hub.clean"]
+        if field["type"] == "null" or (
+            isinstance(field["type"], list) and field["type"][:1] == ["null"]
+        ):
+            if draw(st.booleans()):
+                field["default"] = None
+        elif field["type"] in ("int", "long", "string", "double") and draw(st.booleans()):
+            field["default"] = {"string": "x"}.get(field["type"], 3)
+        fields.append(field)
+    return {"type": "record", "name": names(), "fields": fields}
+
+
+def fresh_names() -> Callable[[], str]:
+    counter = itertools.count()
+    return lambda: f"T{next(counter)}"
+
+
+# -- values -------------------------------------------------------------------------------------
+
+JUNK = st.sampled_from([None, True, 0, -1, 1.5, "", " x ", "12", [], {}, {"zz": 1}, [1, "a"]])
+TEXT = st.one_of(
+    st.text(max_size=8),
+    st.text(alphabet=" \t\nAbz\u00df019.+-eE:TZ", max_size=12),
+    st.sampled_from([" 42 ", "4.0", "1e3", " NEW", "paid", "DONE ", "2024-05-01T12:00:00+02:00",
+                     "2024-05-01", "NaN", "12.345", "0.1", " a  B "]),
+)  # fmt: skip
+EDGES = st.sampled_from([2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**63 - 1, 2**63, -(2**63) - 1])
+MOMENTS = st.datetimes(
+    min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1),
+    timezones=st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30))]),
+)  # fmt: skip
+
+
+def values(schema: Any) -> st.SearchStrategy[Any]:
+    return st.one_of(JUNK, fitting(schema), fitting(schema), fitting(schema))
+
+
+def fitting(schema: Any) -> st.SearchStrategy[Any]:
+    if isinstance(schema, list):
+        return st.one_of([values(b) for b in schema])
+    if isinstance(schema, str):
+        schema = {"type": schema}
+    kind, logical = schema["type"], schema.get("logicalType")
+    if logical in ("timestamp-millis", "timestamp-micros"):
+        return st.one_of(st.integers(-(2**64), 2**64), EDGES, MOMENTS.map(lambda m: m.isoformat()),
+                         MOMENTS.map(lambda m: f" {m.isoformat()}"))  # fmt: skip
+    if logical == "date":
+        return st.one_of(st.integers(-(2**32), 2**32), EDGES, st.dates().map(str))
+    if logical == "decimal":
+        return st.one_of(st.decimals(allow_nan=False, places=3).map(str), st.integers(), TEXT)
+    if logical == "uuid":
+        return st.one_of(st.uuids().map(str), st.uuids().map(lambda u: f" {str(u).upper()}"))
+    if kind == "null":
+        return st.none()
+    if kind == "boolean":
+        return st.booleans()
+    if kind in ("int", "long"):
+        return st.one_of(st.integers(-(2**64), 2**64), EDGES, st.integers(-5, 5).map(float), TEXT)
+    if kind in ("float", "double"):
+        return st.one_of(st.floats(allow_nan=False), st.integers(), TEXT)
+    if kind == "string":
+        return TEXT
+    if kind in ("bytes", "fixed"):
+        return st.one_of(st.binary(max_size=3).map(lambda b: base64.b64encode(b).decode()), TEXT)
+    if kind == "enum":
+        return st.one_of(st.sampled_from(schema["symbols"]), TEXT)
+    if kind == "array":
+        return st.lists(values(schema["items"]), max_size=3)
+    if kind == "map":
+        return st.dictionaries(st.text(max_size=3), values(schema["values"]), max_size=3)
+    fields = schema["fields"]
+    return st.fixed_dictionaries(
+        {},
+        optional={f["name"]: values(f["type"]) for f in fields} | {"extra": JUNK},
+    ).map(lambda d: d if "extra" not in d or len(d) % 3 else {k: v for k, v in d.items()
+                                                                if k != "extra"})  # fmt: skip
+
+
+# -- properties ---------------------------------------------------------------------------------
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_compiled_converter_answers_as_the_generic_path(data: st.DataObject) -> None:
+    document = data.draw(records(fresh_names()))
+    schema = parse(json.dumps(document))
+    for _ in range(4):
+        value = data.draw(values(document))
+        assert fused(value, schema) == generic(value, schema)
+        plain_matches(value, schema)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_top_level_type_converts_as_the_generic_path(data: st.DataObject) -> None:
+    document = data.draw(schemas(fresh_names()))
+    schema = parse(json.dumps(document))
+    for _ in range(4):
+        value = data.draw(values(document))
+        assert fused(value, schema) == generic(value, schema)
+
+
+# -- examples the generator does not reach ------------------------------------------------------
+
+RECURSIVE = {
+    "type": "record", "name": "Node", "namespace": "tree",
+    "fields": [
+        {"name": "label", "type": "string", "hub.clean": ["trim"]},
+        {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["LEAF", "INNER"]},
+         "hub.clean": ["enum_case_insensitive"]},
+        {"name": "other", "type": ["null", "Kind"], "default": None,
+         "hub.clean": ["trim", "enum_case_insensitive"]},
+        {"name": "children", "type": {"type": "array", "items": "tree.Node"}, "default": []},
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"label": " a ", "kind": "leaf"},
+        {"label": "a", "kind": "INNER", "other": " leaf ",
+         "children": [{"label": " b", "kind": "Leaf", "children": [{"label": 1, "kind": "LEAF"}]}]},
+        {"label": "a", "kind": "INNER", "children": [{"label": " b", "kind": "tree"}]},
+        {"label": "a", "kind": "LEAF", "other": "nope"},
+        {"label": "a"},
+        {"label": "a", "kind": "LEAF", "unknown": 1, "also": 2},
+        "not a record",
+    ],
+)  # fmt: skip
+def test_recursive_records_and_named_references(value: Any) -> None:
+    schema = parse(json.dumps(RECURSIVE))
+    assert fused(value, schema) == generic(value, schema)
+    plain_matches(value, schema)
+
+
+def test_changes_are_reported_with_serde_paths() -> None:
+    schema = parse(json.dumps(RECURSIVE))
+    _datum, changes = compiled(schema).clean_to_datum(
+        {"label": " a ", "kind": "inner", "children": [{"label": "b ", "kind": "LEAF"}]}
+    )
+    assert [(c.path, str(c.rule), c.before, c.after) for c in changes] == [
+        ("$.label", "trim", " a ", "a"),
+        ("$.kind", "enum_case_insensitive", "inner", "INNER"),
+        ("$.children[0].label", "trim", "b ", "b"),
+    ]
+
+
+def test_encoding_writes_the_bytes_serde_writes() -> None:
+    schema = parse(json.dumps(RECURSIVE))
+    value = {"label": "a", "kind": "INNER", "children": [{"label": "b", "kind": "LEAF"}]}
+    converter = compiled(schema)
+    assert converter.encode(converter.to_datum(value), SchemaId(7)) == encode(
+        value, schema=schema, schema_id=SchemaId(7)
+    )
+
+
+def test_a_schema_with_invalid_rules_fails_each_record_as_clean_does() -> None:
+    schema = parse(json.dumps({"type": "record", "name": "R", "fields": [
+        {"name": "n", "type": "boolean", "hub.clean": ["trim"]}]}))  # fmt: skip
+    assert fused({"n": True}, schema) == generic({"n": True}, schema)
+    assert fused({"n": True}, schema)[1] == InvalidSchema.code
+
+
+def test_the_compiled_form_is_built_once_per_schema_object() -> None:
+    schema = parse(json.dumps(RECURSIVE))
+    assert compiled(schema) is compiled(schema)
