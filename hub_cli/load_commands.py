@@ -41,7 +41,9 @@ def load_run(
     try:
         if not once:
             downstream.start()
-        queries = run_streams(spark, settings, KafkaSettings(), available_now=once)
+        queries = run_streams(
+            spark, settings, KafkaSettings(), available_now=once, on_stop=downstream.request_stop
+        )
         downstream.stop()
         if once:
             downstream.catch_up()

@@ -32,6 +32,9 @@ from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
 
+# How long a component may take to stop cleanly; the loader finishes its running batches.
+STOP_GRACE_S = 120
+
 
 class StackError(LocalServiceFailed):
     """A part of the local stack failed to start or died."""
@@ -224,9 +227,9 @@ class LocalStack:
                 log.info("stopping the %s", name)
                 child.send_signal(signal.SIGTERM)
                 try:
-                    child.wait(timeout=60)
+                    child.wait(timeout=STOP_GRACE_S)
                 except subprocess.TimeoutExpired:
-                    log.warning("the %s did not stop in 60s; killing it", name)
+                    log.warning("the %s did not stop in %ds; killing it", name, STOP_GRACE_S)
                     child.kill()
                     child.wait()
         if self._started_metastore:

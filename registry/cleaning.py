@@ -112,7 +112,7 @@ _TAKES: dict[str, frozenset[str]] = {
 
 def has_rules(schema: Any) -> bool:
     """Whether any field of `schema` declares a cleaning rule; callers skip `clean` if not."""
-    return _has_rules_cached(_Identity(schema))
+    return _has_rules_cached(IdentityKey(schema))
 
 
 def validate_rules(schema: Any) -> None:
@@ -128,12 +128,12 @@ def compile_rules(schema: Any) -> "CleaningPlan":
 
 def clean(value: Any, schema: Any) -> Cleaned:
     """Clean a natural-JSON `value` by the rules its `schema` declares; never mutates `value`."""
-    return _plan_cached(_Identity(schema)).clean(value)
+    return _plan_cached(IdentityKey(schema)).clean(value)
 
 
 def plan_for(schema: Any) -> "CleaningPlan":
     """The cleaning plan of `schema`, compiled once per schema object (as `clean` uses it)."""
-    return _plan_cached(_Identity(schema))
+    return _plan_cached(IdentityKey(schema))
 
 
 class CleaningPlan:
@@ -162,7 +162,7 @@ class CleaningPlan:
         return Cleaned(self._root.clean(value, "$", changes), tuple(changes))
 
 
-class _Identity:
+class IdentityKey:
     """A cache key that is the schema object itself; holding it keeps its id from reuse."""
 
     __slots__ = ("obj",)
@@ -174,16 +174,16 @@ class _Identity:
         return id(self.obj)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Identity) and other.obj is self.obj
+        return isinstance(other, IdentityKey) and other.obj is self.obj
 
 
 @lru_cache(maxsize=256)
-def _plan_cached(key: _Identity) -> CleaningPlan:
+def _plan_cached(key: IdentityKey) -> CleaningPlan:
     return compile_rules(key.obj)
 
 
 @lru_cache(maxsize=256)
-def _has_rules_cached(key: _Identity) -> bool:
+def _has_rules_cached(key: IdentityKey) -> bool:
     return _declares(key.obj)
 
 

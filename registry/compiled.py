@@ -28,6 +28,7 @@ from registry.avro import AvroSchema
 from registry.cleaning import (
     ArrayNode,
     Change,
+    IdentityKey,
     LeafNode,
     MapNode,
     PlanNode,
@@ -113,7 +114,7 @@ class CompiledSchema:
 
 def compiled(schema: AvroSchema) -> CompiledSchema:
     """The compiled form of `schema`, built once per schema object and then shared."""
-    return _compiled_cached(_Identity(schema))
+    return _compiled_cached(IdentityKey(schema))
 
 
 @lru_cache(maxsize=1024)
@@ -121,23 +122,8 @@ def _header(schema_id: SchemaId) -> bytes:
     return frame(schema_id, b"")
 
 
-class _Identity:
-    """A cache key that is the schema object itself; holding it keeps its id from reuse."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: AvroSchema) -> None:
-        self.obj = obj
-
-    def __hash__(self) -> int:
-        return id(self.obj)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Identity) and other.obj is self.obj
-
-
 @lru_cache(maxsize=256)
-def _compiled_cached(key: _Identity) -> CompiledSchema:
+def _compiled_cached(key: IdentityKey) -> CompiledSchema:
     return CompiledSchema(key.obj)
 
 

@@ -40,9 +40,11 @@ def run_streams(
     *,
     available_now: bool = False,
     streams: list[StreamStarter] | None = None,
+    on_stop: Callable[[], None] | None = None,
 ) -> list[StreamingQuery]:
     """Run the queries until SIGTERM/SIGINT (or, with `available_now`, until caught up).
 
+    `on_stop` is called as stopping begins, so that other work can wind down meanwhile.
     Returns the queries, stopped; a query's `exception()` tells whether it failed.
     """
     queries = [start(spark, settings, kafka, available_now) for start in (streams or STREAMS)]
@@ -55,6 +57,7 @@ def run_streams(
             stop.wait(1.0)
     finally:
         log.info("stopping the loader after its current batch")
-        for query in queries:
-            stop_between_batches(query)
+        if on_stop is not None:
+            on_stop()
+        stop_between_batches(*queries)
     return queries

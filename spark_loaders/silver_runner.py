@@ -16,9 +16,12 @@ from spark_loaders.lifecycle import stop_between_batches
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver import start_silver
 from spark_loaders.warehouse.build import WarehouseBuilder, build_model
+from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.model import load_model
 
 log = logging.getLogger(__name__)
+
+JOB_GROUP = "hub-downstream"
 
 
 class Downstream:
@@ -45,13 +48,21 @@ class Downstream:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
-        """Stop the thread, then each silver stream after its current batch."""
+    def request_stop(self) -> None:
+        """Begin stopping: no new pass starts, and a warehouse build under way is cancelled.
+
+        A cancelled build is safe: each table's write is one atomic Delta commit, and the next
+        build recomputes whatever the cancelled one did not write.
+        """
         self._stop.set()
+        self._spark.sparkContext.cancelJobGroup(JOB_GROUP)
+
+    def stop(self) -> None:
+        """Stop the thread, then the silver streams after their current batches."""
+        self.request_stop()
         if self._thread.is_alive():
-            self._thread.join(timeout=120)
-        for query in self._queries.values():
-            stop_between_batches(query)
+            self._thread.join(timeout=30)
+        stop_between_batches(*self._queries.values())
 
     def catch_up(self) -> None:
         """Bring silver (and the model) up to date with bronze once, then return."""
@@ -67,12 +78,19 @@ class Downstream:
             builder = WarehouseBuilder(
                 self._spark, load_model(self._warehouse), source=str(self._warehouse)
             )
+        # Spark jobs of this thread carry one group, so that shutdown can cancel them at once.
+        self._spark.sparkContext.setJobGroup(JOB_GROUP, "hub silver and warehouse passes", True)
         while not self._stop.wait(self._interval_s):
             try:
                 for query in start_silver(self._spark, self._settings, running=self._queries):
                     log.info("silver stream %s started", query.name)
                 if builder is not None:
                     log.info("warehouse rebuilt: %s", builder.build().describe())
-            except Exception:
+            except WarehouseSourceNotFound as error:
                 # Tables appear as feeds get their first records; the next pass tries again.
+                log.info("warehouse waits for its sources: %s", error)
+            except Exception:
+                if self._stop.is_set():
+                    log.info("silver/warehouse pass interrupted by shutdown")
+                    return
                 log.warning("silver/warehouse pass failed; retrying", exc_info=True)
