@@ -15,35 +15,29 @@ _COMMON = (
     r'"(?P<method>[A-Z]+) (?P<path>\S+) (?P<protocol>[^"]+)" (?P<status>\d{3}) (?P<bytes>\d+|-)'
 )
 _REFERER_AGENT = r' "(?P<referer>[^"]*)" "(?P<user_agent>[^"]*)"'
+# The fields of Apache's common format, which its combined format extends.
+_COMMON_FIELDS = {
+    "remote_host": LogField(required=True),
+    "ident": LogField(),
+    "remote_user": LogField(),
+    "time": LogField(type="timestamp", format=_CLF_TIME, required=True),
+    "method": LogField(),
+    "path": LogField(),
+    "protocol": LogField(),
+    "status": LogField(type="int", required=True),
+    "bytes": LogField(type="long"),
+}
 
 # The shipped formats: a pattern and the fields (with types) it yields by default.
 PRESETS: dict[str, tuple[str, dict[str, LogField]]] = {
     "apache_common": (
         _COMMON + r"$",
-        {
-            "remote_host": LogField(required=True),
-            "ident": LogField(),
-            "remote_user": LogField(),
-            "time": LogField(type="timestamp", format=_CLF_TIME, required=True),
-            "method": LogField(),
-            "path": LogField(),
-            "protocol": LogField(),
-            "status": LogField(type="int", required=True),
-            "bytes": LogField(type="long"),
-        },
+        _COMMON_FIELDS,
     ),
     "apache_combined": (
         _COMMON + _REFERER_AGENT + r"$",
         {
-            "remote_host": LogField(required=True),
-            "ident": LogField(),
-            "remote_user": LogField(),
-            "time": LogField(type="timestamp", format=_CLF_TIME, required=True),
-            "method": LogField(),
-            "path": LogField(),
-            "protocol": LogField(),
-            "status": LogField(type="int", required=True),
-            "bytes": LogField(type="long"),
+            **_COMMON_FIELDS,
             "referer": LogField(),
             "user_agent": LogField(),
         },
