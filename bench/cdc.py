@@ -144,7 +144,7 @@ class Stack:
     def database(self, name: str) -> str:
         url = self.postgres.create_database(name).replace("postgresql+psycopg://", "postgresql://")
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(TABLE_SQL)  # type: ignore[arg-type]
+            conn.execute(TABLE_SQL)
         return url
 
 

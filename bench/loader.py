@@ -111,10 +111,10 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
     create_topic(bootstrap, bulk, partitions=2)
     schema_id = register(api_url, "unused-auth-is-off", f"{bulk}-value", SCHEMA)
     print(f"publishing {args.records} records to {bulk}", flush=True)
-    for start in range(0, args.records, 10_000):
+    for first in range(0, args.records, 10_000):
         values = [
             {"n": n, "page": f"/p/{n % 50}", "sent_ms": 0}
-            for n in range(start, min(start + 10_000, args.records))
+            for n in range(first, min(first + 10_000, args.records))
         ]
         produce_avro(bootstrap, bulk, schema_id, SCHEMA, values)
 
@@ -200,7 +200,7 @@ def _minimal(
         .option("checkpointLocation", str(home / "checkpoints" / f"minimal-{topic}"))
     )
     trigger = {"availableNow": True} if once else {"processingTime": "1 second"}
-    return stream.trigger(**trigger).start(path), path  # type: ignore[arg-type]
+    return stream.trigger(**trigger).start(path), path
 
 
 def _publish_steadily(

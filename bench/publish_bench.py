@@ -23,7 +23,12 @@ import fastavro
 import httpx
 from confluent_kafka import KafkaError, Message, Producer
 
-from bench.servers import api_server
+from bench.servers import (
+    api_server,
+    host_cpu_ticks,
+    process_cpu_seconds,
+    process_tree_cpu_seconds,
+)
 from catalog.errors import TeamExists
 from catalog.teams import TeamStore
 from catalog.types import TeamName
@@ -81,8 +86,9 @@ class Stack:
 
 
 @contextmanager
-def running_stack() -> Iterator[Stack]:
-    """A dedicated broker and `hub api serve` on free ports, in a temporary home."""
+def running_stack(*, workers: int = 1) -> Iterator[Stack]:
+    """A dedicated broker and `hub api serve` (`workers` processes) on free ports, in a
+    temporary home."""
     from tests.support.ports import free_port
 
     home = Path(tempfile.mkdtemp(prefix="hub-bench-publish-"))
@@ -102,7 +108,9 @@ def running_stack() -> Iterator[Stack]:
         database = f"sqlite:///{home / 'registry.db'}"
         migrate.upgrade(database)
         _register_team(database)
-        with api_server(database, bootstrap_servers=broker.bootstrap_servers) as server:
+        with api_server(
+            database, bootstrap_servers=broker.bootstrap_servers, workers=workers
+        ) as server:
             yield Stack(
                 base_url=server.base_url,
                 port=server.port,
@@ -150,14 +158,6 @@ def create_feed(stack: Stack) -> int:
 # -- CPU accounting ------------------------------------------------------------------------
 
 
-def _process_cpu_s(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
-
-
 @dataclass(frozen=True, slots=True)
 class Cpu:
     """CPU seconds so far of the API server, the broker, this process and the whole machine."""
@@ -170,10 +170,10 @@ class Cpu:
     @classmethod
     def read(cls, stack: Stack) -> "Cpu":
         return cls(
-            _process_cpu_s(stack.server_pid),
-            _process_cpu_s(stack.broker_pid),
+            process_tree_cpu_seconds(stack.server_pid),
+            process_cpu_seconds(stack.broker_pid),
             time.process_time(),
-            _host_busy_s(),
+            host_cpu_ticks()[0] / _CLOCK_TICKS,
         )
 
     def __sub__(self, other: "Cpu") -> "Cpu":
@@ -188,11 +188,6 @@ class Cpu:
     def others(self) -> float:
         """CPU seconds of processes outside the benchmark: other work on a shared machine."""
         return max(0.0, self.host - self.server - self.broker - self.bench)
-
-
-def _host_busy_s() -> float:
-    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return (sum(values[:8]) - values[3] - values[4]) / _CLOCK_TICKS  # all but idle and iowait
 
 
 # -- the ceiling: the same records, encoded and produced in process -------------------------
@@ -452,6 +447,12 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3, help="rounds; the table has medians")
     parser.add_argument("--duration", type=float, default=4.0, help="seconds per run")
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="API worker processes (HUB_API_WORKERS); default: one per core",
+    )
+    parser.add_argument(
         "--profile", action="store_true", help="then profile the gateway in process"
     )
     parser.add_argument(
@@ -477,13 +478,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     _say(
         f"batches {options.batches} x clients {options.clients}, {options.repeats} round(s) of "
-        f"{options.duration:.1f} s runs"
+        f"{options.duration:.1f} s runs; API server with {options.workers} worker process(es)"
     )
     ceilings: list[float] = []
     ceiling_us: list[float] = []  # the producer's CPU per record
     samples: dict[tuple[int, int], list[Sample]] = {}
     errors = 0
-    with running_stack() as stack:
+    with running_stack(workers=options.workers) as stack:
         schema_id = create_feed(stack)
         _say(f"API server pid {stack.server_pid} at {stack.base_url}, broker {stack.bootstrap}")
         ceiling = Ceiling(stack, schema_id)
@@ -599,7 +600,7 @@ def _report(
         _say(
             f"CPU per record at batches of {TARGET_MIN_BATCH} or more (best row): server "
             f"{server_us:.1f} us, ceiling producer {producer_us:.1f} us, "
-            f"{server_us / producer_us:.2f} x; a server with a core of its own would reach at most "
-            f"{producer_us / server_us:.2f} of a ceiling that also has one"
+            f"{server_us / producer_us:.2f} x; one server process with a core of its own would "
+            f"reach at most {producer_us / server_us:.2f} of a ceiling that also has one"
         )
     return passed

@@ -1,7 +1,8 @@
 """Where a publish request's time goes, in process, against the benchmark's real broker.
 
-Run by `bench/publish.py --profile` after the load runs. It builds the app with `create_app` on
-the benchmark's SQLite database and broker and runs its lifespan, then:
+Run by `bench/publish.py --profile` after the load runs. It builds the app as a server process
+does (`create_server_app`, garbage collector tuned) on the benchmark's SQLite database and broker
+and runs its lifespan, then:
 
 1. times each step of the gateway's path separately, without a profiler, for several batch
    sizes: the steps the route and `Publisher.publish` take, in their order (it calls the same
@@ -9,7 +10,7 @@ the benchmark's SQLite database and broker and runs its lifespan, then:
 2. times whole requests through the ASGI app, one at a time, and profiles them with cProfile,
    with the thread-pool hand-offs run inline so that the profiler sees the work.
 
-It leaves out the HTTP server's share (uvicorn, h11, the access log), which the over-HTTP
+It leaves out the HTTP server's share (uvicorn, httptools, the access log), which the over-HTTP
 figures include: compare its total with the server's CPU per record in the table.
 """
 
@@ -35,8 +36,9 @@ from pydantic_core import to_json
 from starlette.types import Message
 
 from bench.publish_bench import TOPIC, Load, Stack, _run_clients, prepared_requests, reading
-from hub_api import ApiSettings, create_app, publish_routes
+from hub_api import ApiSettings, publish_routes
 from hub_api.batches import load_json, plain_records
+from hub_api.server import create_server_app
 from hub_api.settings import AuthMode
 from hub_cli.logs import configure_logging
 from hub_kafka import producer as producer_module
@@ -55,7 +57,7 @@ REQUEST_BUDGET_S = 2.0  # per batch size, for the whole-request timings
 
 def profile(stack: Stack) -> None:
     """Print the step timings and the profile of whole requests."""
-    app = create_app(
+    app = create_server_app(
         ApiSettings(auth=AuthMode.DISABLED),
         RegistrySettings(database_url=stack.database),
         KafkaSettings(bootstrap_servers=stack.bootstrap),
@@ -66,7 +68,7 @@ def profile(stack: Stack) -> None:
 async def _profile(app: FastAPI) -> None:
     async with app.router.lifespan_context(app):
         print("\nprofile: the gateway's steps, timed one by one (us per record, medians)")
-        steps = {batch: _time_steps(app, batch) for batch in BATCHES}
+        steps = {batch: await _time_steps(app, batch) for batch in BATCHES}
         names = list(next(iter(steps.values())))
         print(f"{'step':<52}" + "".join(f"{f'batch {b}':>12}" for b in BATCHES))
         for name in names:
@@ -86,7 +88,7 @@ async def _profile(app: FastAPI) -> None:
 # -- 1. the steps, one by one ------------------------------------------------------------------
 
 
-def _time_steps(app: FastAPI, batch: int) -> dict[str, float]:
+async def _time_steps(app: FastAPI, batch: int) -> dict[str, float]:
     """Per record microseconds of each step of one request of `batch` records (medians)."""
     publisher: Publisher = app.state.publisher
     registry = app.state.registry
@@ -153,17 +155,18 @@ def _time_steps(app: FastAPI, batch: int) -> dict[str, float]:
         with clock("render (pydantic-core to_json)"):
             to_json(content)
         with clock("the route's whole path (sequential, no HTTP)"):
-            _route_path(publisher, feeds, metrics, raw, settings.max_records_per_request)
+            await _route_path(publisher, feeds, metrics, raw, settings.max_records_per_request)
     return {name: statistics.median(values) * 1e6 / batch for name, values in samples.items()}
 
 
-def _route_path(
+async def _route_path(
     publisher: Publisher, feeds: Any, metrics: Any, raw: bytes, max_records: int
 ) -> None:
     """What the route does for a request without an idempotency key, minus the hand-offs."""
     feed = feeds.get(TOPIC)
     records, _version = publish_routes._parse_body(cast(Request, _JsonRequest()), raw, max_records)
-    outcome = publisher.publish(feed, records, on_error=OnError.REJECT)
+    codecs = publisher.codecs(feed)
+    outcome = await publisher.publish_async(codecs, records, on_error=OnError.REJECT)
     metrics.record_publish(TOPIC, outcome, 0.0)
     _status, content = publish_routes._answer(TOPIC, outcome)
     to_json(content)
@@ -251,22 +254,25 @@ async def _inline(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 # (file, function) -> label; cumulative times, so nested lines are part of the line above.
 _KEY_FUNCTIONS = (
-    (("h11/", "next_event"), "h11: parse requests"),
+    (("httptools_impl", "data_received"), "httptools: parse requests"),
     (("uvicorn/", "run_asgi"), "uvicorn: one request through the app"),
     (("hub_api/metrics.py", "__call__"), "  RequestMetrics middleware (all inside)"),
     (("publish_routes.py", "publish_records"), "    the route, all of it"),
     (("publish_routes.py", "_parse_body"), "      parse: load_json + plain_records"),
     (("hub_kafka/feeds.py", "get"), "      FeedService.get (SQL)"),
-    (("hub_kafka/publish.py", "publish"), "      Publisher.publish"),
+    (("hub_kafka/publish.py", "codecs"), "      Publisher.codecs (registry lookups)"),
     (("registry/service.py", "current"), "        RegistryService.current"),
     (("registry/service.py", "version"), "        RegistryService.version (SQL)"),
     (("registry/service.py", "schema"), "        RegistryService.schema (SQL)"),
-    (("hub_kafka/publish.py", "_prepare"), "        _prepare (per record)"),
-    (("registry/compiled.py", "clean_to_datum"), "          compiled clean_to_datum"),
-    (("registry/compiled.py", "encode"), "          CompiledSchema.encode"),
+    (("hub_kafka/publish.py", "publish_async"), "      Publisher.publish_async"),
+    (("hub_kafka/publish.py", "__init__"), "        _Batch: check and encode each record"),
+    (("hub_kafka/publish.py", "_prepare"), "          _prepare (per record)"),
+    (("registry/compiled.py", "clean_to_datum"), "            compiled clean_to_datum"),
+    (("registry/compiled.py", "encode"), "            CompiledSchema.encode"),
     # fastavro's writer is Cython, invisible to cProfile: it is part of encode's own time.
-    (("hub_kafka/producer.py", "produce_encoded"), "        FeedProducer.produce_encoded"),
+    (("hub_kafka/producer.py", "_send_encoded"), "        FeedProducer._send_encoded"),
     (("hub_kafka/producer.py", "_send"), "          _send (callback + produce)"),
+    (("hub_kafka/publish.py", "results"), "        _Batch.results (PublishResult)"),
     (("hub_api/metrics.py", "record_publish"), "      metrics.record_publish"),
     (("publish_routes.py", "_answer"), "      _answer (plain dicts)"),
     (("logging/__init__.py", "handle"), "uvicorn access log (Logger.handle)"),
@@ -282,8 +288,8 @@ _PACKAGES = (
     ("pydantic", "pydantic"),
     ("sqlalchemy", "SQLAlchemy + sqlite3"),
     ("sqlite3", "SQLAlchemy + sqlite3"),
-    ("uvicorn/", "uvicorn + h11"),
-    ("h11/", "uvicorn + h11"),
+    ("uvicorn/", "uvicorn + httptools"),
+    ("httptools", "uvicorn + httptools"),
     ("starlette/", "starlette + fastapi"),
     ("fastapi/", "starlette + fastapi"),
     ("anyio/", "starlette + fastapi"),

@@ -52,6 +52,12 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
 
+def process_tree_cpu_seconds(pid: int) -> float:
+    """As `process_cpu_seconds`, for `pid` and its child processes (`HUB_API_WORKERS` > 1 runs
+    the API in worker processes under a supervising one)."""
+    return process_cpu_seconds(pid) + sum(process_cpu_seconds(c) for c in _children(pid))
+
+
 def host_cpu_ticks() -> tuple[int, int]:
     """(busy, total) CPU ticks of the whole machine since boot, from /proc/stat."""
     values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
@@ -103,7 +109,7 @@ class CpuMeter:
     def read(self) -> CpuUse:
         busy, total = host_cpu_ticks()
         return CpuUse(
-            server=process_cpu_seconds(self.server_pid),
+            server=process_tree_cpu_seconds(self.server_pid),
             database={pid: process_cpu_seconds(pid) for pid in self.database.pids()},
             generator=time.process_time(),
             host=busy / _CLOCK_TICKS,
@@ -154,9 +160,14 @@ def _children(parent: int) -> list[int]:
 
 @contextmanager
 def api_server(
-    database_url: str, *, bootstrap_servers: str = NO_KAFKA, start_timeout_s: float = 60
+    database_url: str,
+    *,
+    bootstrap_servers: str = NO_KAFKA,
+    workers: int = 1,
+    start_timeout_s: float = 60,
 ) -> Iterator[ApiProcess]:
-    """Migrate `database_url`, run `hub api serve` on it in its own process, stop it after.
+    """Migrate `database_url`, run `hub api serve` on it in its own process (with `workers`
+    worker processes), stop it after.
 
     Auth is off: the benchmarks measure the registry and the gateway, not key checks (which are
     cached per key anyway).
@@ -176,6 +187,7 @@ def api_server(
         "HUB_REGISTRY_DATABASE_URL": database_url,
         "HUB_KAFKA_BOOTSTRAP_SERVERS": bootstrap_servers,
         "HUB_API_AUTH": "disabled",
+        "HUB_API_WORKERS": str(workers),
     }
     with log.open("wb") as log_file:
         # A file, not a pipe: nobody reads the log while the server runs, and a full pipe blocks.

@@ -71,17 +71,25 @@ async def publish_records(
                 media_type="application/json",
             )
     started = time.perf_counter()
+    version = Version(schema_version) if schema_version else None
     try:
-        outcome = await run_in_threadpool(
-            lambda: publisher.publish(
-                feed,
-                records,
-                schema_version=Version(schema_version) if schema_version else None,
-                on_error=on_error,
-                atomic=atomic,
-                idempotency_key=idempotency_key,
+        if atomic:  # a Kafka transaction blocks its thread until committed
+            outcome = await run_in_threadpool(
+                lambda: publisher.publish(
+                    feed,
+                    records,
+                    schema_version=version,
+                    atomic=True,
+                    idempotency_key=idempotency_key,
+                )
             )
-        )
+        else:
+            # The registry lookups may read the database: off the event loop. Checking,
+            # encoding and producing run on it, and the acknowledgements are awaited.
+            codecs = await run_in_threadpool(publisher.codecs, feed, version)
+            outcome = await publisher.publish_async(
+                codecs, records, on_error=on_error, idempotency_key=idempotency_key
+            )
     except BaseException:
         if idempotency_key is not None:
             await run_in_threadpool(lambda: idempotency.abandon(scope=scope, key=idempotency_key))

@@ -26,6 +26,13 @@ class ApiSettings(BaseSettings):
         ge=1,
         description="Server processes (`hub api serve`); each is a full, stateless API.",
     )
+    gc_threshold: int = Field(
+        default=50_000,
+        ge=0,
+        description="Allocations between the interpreter's youngest garbage collections in "
+        "`hub api serve` (CPython's default is 700, which a publish request's thousands of "
+        "short-lived objects trigger dozens of times); 0 keeps CPython's default.",
+    )
     auth: AuthMode = Field(
         default=AuthMode.REQUIRED,
         description=(

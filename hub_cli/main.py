@@ -114,23 +114,10 @@ def db_upgrade(
 @api_app.command("serve")
 def api_serve() -> None:
     """Serve the API (HUB_API_HOST, HUB_API_PORT) until SIGTERM or Ctrl-C."""
-    import uvicorn
+    from hub_api import ApiSettings
+    from hub_api.server import serve
 
-    from hub_api import ApiSettings, create_app
-
-    settings = ApiSettings()
-    if settings.workers > 1:
-        # Each worker process builds its own app from the environment.
-        uvicorn.run(
-            "hub_api.app:create_app",
-            factory=True,
-            host=settings.host,
-            port=settings.port,
-            workers=settings.workers,
-            log_config=None,
-        )
-    else:
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_config=None)
+    serve(ApiSettings())
 
 
 SchemaPaths = Annotated[

@@ -4,11 +4,13 @@
 all-or-nothing batches in Kafka transactions.
 """
 
+import asyncio
 import itertools
 import logging
 import queue
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -62,6 +64,7 @@ class FeedProducer:
                 "enable.idempotence": True,
                 "acks": "all",
                 "linger.ms": settings.linger_ms,
+                "queue.buffering.max.messages": settings.producer_queue_max_messages,
                 "delivery.timeout.ms": settings.delivery_timeout_ms,
                 "compression.type": "lz4",
                 "error_cb": _log_client_error,
@@ -81,9 +84,9 @@ class FeedProducer:
         """Send records to their topics and wait for every acknowledgement, in order."""
         pending = _Pending(len(items))
         for index, (topic, record) in enumerate(items):
-            _enqueue(self._producer, topic, record, pending, index)
-        # delivery.timeout.ms bounds every report; the margin covers the poll interval.
-        pending.wait(self._settings.delivery_timeout_ms / 1000 + 5)
+            while not _enqueue(self._producer, topic, record, pending, index):
+                self._producer.poll(_QUEUE_FULL_PAUSE_S)  # the local queue is full: let it drain
+        pending.wait(self._report_timeout_s)
         return pending.deliveries()
 
     def produce_encoded(self, items: Sequence[EncodedRecord]) -> list[Report]:
@@ -94,12 +97,51 @@ class FeedProducer:
         costs a fraction of an `OutgoingRecord` and a `Delivery` each.
         """
         pending = _Pending(len(items))
+        sent = 0
+        while (sent := self._send_encoded(items, sent, pending)) < len(items):
+            self._producer.poll(_QUEUE_FULL_PAUSE_S)  # the local queue is full: let it drain
+        pending.wait(self._report_timeout_s)
+        return pending.reports()
+
+    async def produce_encoded_async(self, items: Sequence[EncodedRecord]) -> list[Report]:
+        """As `produce_encoded`, awaiting the acknowledgements instead of blocking a thread.
+
+        The records are handed to librdkafka on the calling (event loop) thread; the delivery
+        thread wakes the request when the last report is in. Requests that wait this way hold
+        no thread each, and the publish path's Python work runs on one thread instead of
+        contending for the GIL across a pool.
+        """
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        def wake() -> None:  # on the delivery thread
+            with suppress(RuntimeError):  # the loop closed while the request waited
+                loop.call_soon_threadsafe(_resolve, done)
+
+        pending = _Pending(len(items), on_done=wake)
+        sent = 0
+        while (sent := self._send_encoded(items, sent, pending)) < len(items):
+            await asyncio.sleep(_QUEUE_FULL_PAUSE_S)  # the local queue is full: let it drain
+        # Records not reported in time are answered as not acknowledged.
+        with suppress(TimeoutError):
+            await asyncio.wait_for(done, self._report_timeout_s)
+        return pending.reports()
+
+    def _send_encoded(self, items: Sequence[EncodedRecord], start: int, pending: "_Pending") -> int:
+        """Hand `items[start:]` to librdkafka; the position reached (short if its queue is full)."""
         producer = self._producer
         report = pending.report
-        for index, (topic, key, value, headers, timestamp_ms) in enumerate(items):
-            _send(producer, topic, key, value, headers, timestamp_ms, report, pending, index)
-        pending.wait(self._settings.delivery_timeout_ms / 1000 + 5)
-        return pending.reports()
+        for index in range(start, len(items)):
+            topic, key, value, headers, timestamp_ms = items[index]
+            if not _send(producer, topic, key, value, headers, timestamp_ms, report, pending,
+                         index):  # fmt: skip
+                return index
+        return len(items)
+
+    @property
+    def _report_timeout_s(self) -> float:
+        # delivery.timeout.ms bounds every report; the margin covers the poll interval.
+        return self._settings.delivery_timeout_ms / 1000 + 5
 
     def close(self) -> None:
         """Deliver what is queued (bounded by the delivery timeout), then stop the poller."""
@@ -148,7 +190,8 @@ class TransactionalProducers:
         try:
             producer.begin_transaction()
             for index, (topic, record) in enumerate(items):
-                _enqueue(producer, topic, record, pending, index)
+                while not _enqueue(producer, topic, record, pending, index):
+                    producer.poll(_QUEUE_FULL_PAUSE_S)  # the local queue is full: let it drain
             producer.commit_transaction(timeout_s)
         except KafkaException as exc:
             error = exc.args[0]
@@ -171,6 +214,7 @@ class TransactionalProducers:
                 "bootstrap.servers": self._settings.bootstrap_servers,
                 "transactional.id": transactional_id,
                 "linger.ms": self._settings.linger_ms,
+                "queue.buffering.max.messages": self._settings.producer_queue_max_messages,
                 "compression.type": "lz4",
                 "error_cb": _log_client_error,
             }
@@ -192,18 +236,25 @@ class _Pending:
     One per request rather than a Future per record. Reports arrive on the poller thread (or a
     request thread draining a full queue); `itertools.count` hands out the countdown atomically
     under the GIL, so no lock is taken per record, and a report is kept as the few values it
-    carries until the request reads them.
+    carries until the request reads them. `on_done`, if given, is called once, on the thread
+    that delivered the last report.
     """
 
-    __slots__ = ("_count", "_done", "_reported", "_reports")
+    __slots__ = ("_count", "_done", "_on_done", "_reported", "_reports")
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, *, on_done: Callable[[], None] | None = None) -> None:
         self._reports: list[tuple[int | None, int | None] | Delivery | None] = [None] * count
         self._count = count
         self._reported = itertools.count(1)
         self._done = threading.Event()
+        self._on_done = on_done
         if count == 0:
-            self._done.set()
+            self._finish()
+
+    def _finish(self) -> None:
+        self._done.set()
+        if self._on_done is not None:
+            self._on_done()
 
     def report(self, index: int, err: KafkaError | None, msg: Message) -> None:
         """A delivery report from librdkafka, for the record at `index`."""
@@ -213,13 +264,13 @@ class _Pending:
             retriable = err.retriable() or err.code() in _UNREACHABLE
             self._reports[index] = Delivery(error=err.str(), retriable=retriable)
         if next(self._reported) == self._count:
-            self._done.set()
+            self._finish()
 
     def fail(self, index: int, delivery: Delivery) -> None:
         """A record that never reached the producer's queue."""
         self._reports[index] = delivery
         if next(self._reported) == self._count:
-            self._done.set()
+            self._finish()
 
     def wait(self, timeout_s: float) -> None:
         self._done.wait(timeout_s)
@@ -240,15 +291,22 @@ class _Pending:
 
 
 _NOT_ACKNOWLEDGED = Delivery(error="Kafka did not acknowledge the record in time.", retriable=True)
+_QUEUE_FULL_PAUSE_S = 0.05
+
+
+def _resolve(future: "asyncio.Future[None]") -> None:
+    if not future.done():  # a request that timed out has cancelled its future
+        future.set_result(None)
 
 
 def _enqueue(
     producer: Producer, topic: str, record: OutgoingRecord, pending: _Pending, index: int
-) -> None:
+) -> bool:
+    """As `_send`, for an `OutgoingRecord`."""
     headers: list[tuple[str, bytes]] | None = None
     if record.headers:
         headers = record.headers if type(record.headers) is list else list(record.headers)
-    _send(
+    return _send(
         producer, topic, record.key, record.value, headers, record.timestamp_ms,
         pending.report, pending, index,
     )  # fmt: skip
@@ -264,27 +322,29 @@ def _send(
     report: Callable[[int, KafkaError | None, Message], None],
     pending: _Pending,
     index: int,
-) -> None:
+) -> bool:
+    """Hand one record to librdkafka; False if its local queue is full (try again later).
+
+    A record librdkafka refuses outright is reported to `pending` as failed.
+    """
+
     def on_delivery(err: KafkaError | None, msg: Message) -> None:
         report(index, err, msg)
 
-    while True:
-        try:
-            producer.produce(
-                topic,
-                value,
-                key,
-                on_delivery=on_delivery,
-                timestamp=timestamp_ms or 0,
-                headers=headers or None,  # type: ignore[arg-type]  # bytes values are accepted
-            )
-            return
-        except BufferError:
-            # The local queue is full: let deliveries drain, then try again.
-            producer.poll(0.05)
-        except KafkaException as exc:
-            pending.fail(index, Delivery(error=str(exc), retriable=False))
-            return
+    try:
+        producer.produce(
+            topic,
+            value,
+            key,
+            on_delivery=on_delivery,
+            timestamp=timestamp_ms or 0,
+            headers=headers or None,  # type: ignore[arg-type]  # bytes values are accepted
+        )
+    except BufferError:
+        return False
+    except KafkaException as exc:
+        pending.fail(index, Delivery(error=str(exc), retriable=False))
+    return True
 
 
 # Failures that mean "Kafka could not be reached in time", not "Kafka refused the record":

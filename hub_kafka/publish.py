@@ -17,6 +17,7 @@ from hub_kafka.producer import (
     EncodedRecord,
     FeedProducer,
     OutgoingRecord,
+    Report,
     TransactionalProducers,
 )
 from hub_kafka.topics import TopicName, dlq_topic, key_subject, value_subject
@@ -41,7 +42,9 @@ class OnError(StrEnum):
     DLQ = "dlq"  # written to `<topic>.dlq` with the error in headers
 
 
-@dataclass(frozen=True, slots=True)
+# IncomingRecord and PublishResult are made once per record on the publish path, where a frozen
+# dataclass's __init__ (an object.__setattr__ per field) costs three times a plain one's.
+@dataclass(slots=True)
 class IncomingRecord:
     """A record as a publisher gives it, in natural JSON."""
 
@@ -51,7 +54,7 @@ class IncomingRecord:
     timestamp: Any = None  # ISO-8601 text or epoch milliseconds; default: when Kafka gets it
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PublishResult:
     """Per record: where Kafka stored it, or the error that kept it out of the feed."""
 
@@ -104,6 +107,18 @@ class _KeyCodec:
     schema_id: SchemaId
 
 
+@dataclass(frozen=True, slots=True)
+class Codecs:
+    """A request's schemas, resolved once: how its values and keys are encoded."""
+
+    values: _ValueCodec
+    keys: _KeyCodec
+    version: Version
+
+    def outcome(self, results: list[PublishResult]) -> PublishOutcome:
+        return PublishOutcome(self.values.schema_id, self.version, results)
+
+
 def _prepare(
     record: IncomingRecord,
     values: _ValueCodec,
@@ -123,7 +138,9 @@ def _prepare(
     if marker is not None:
         headers = marker if headers is None else headers + marker
     timestamp = record.timestamp
-    timestamp_ms = timestamp if type(timestamp) is int else _timestamp_ms(timestamp)
+    timestamp_ms = (
+        timestamp if timestamp is None or type(timestamp) is int else _timestamp_ms(timestamp)
+    )
     return (values.topic, key, value, headers, timestamp_ms), changes
 
 
@@ -177,6 +194,34 @@ class Publisher:
         (`<key>:<position>`), so a record written twice (a retry after an acknowledgement was
         lost) is recognisable downstream.
         """
+        codecs = self.codecs(feed, schema_version)
+        batch = _Batch(records, codecs, on_error, idempotency_key)
+        if atomic:
+            return codecs.outcome(self._publish_atomically(codecs.values.topic, batch.prepared))
+        reports = self._producer.produce_encoded(batch.items) if batch.items else []
+        return codecs.outcome(batch.results(reports))
+
+    async def publish_async(
+        self,
+        codecs: Codecs,
+        records: Sequence[IncomingRecord],
+        *,
+        on_error: OnError = OnError.REJECT,
+        idempotency_key: str | None = None,
+    ) -> PublishOutcome:
+        """As `publish` (not atomic), on an event loop: the records are checked, encoded and
+        handed to the producer on the calling thread, and their acknowledgements awaited.
+
+        `codecs` come from `codecs()`, which may read the registry database: call it off the
+        event loop.
+        """
+        batch = _Batch(records, codecs, on_error, idempotency_key)
+        reports = await self._producer.produce_encoded_async(batch.items) if batch.items else []
+        return codecs.outcome(batch.results(reports))
+
+    def codecs(self, feed: Feed, schema_version: Version | None = None) -> Codecs:
+        """How records of `feed` are encoded: its latest (or the pinned) value schema and its
+        key schema. Reads the registry (cached), so it may wait on the database."""
         topic = TopicName(feed.topic)
         subject = Subject(value_subject(topic))
         value_version = (
@@ -185,76 +230,15 @@ class Publisher:
             else self._registry.version(subject=subject, version=schema_version)
         )
         value_schema = self._registry.schema(schema_id=value_version.schema_id)
-        value_codec = _ValueCodec(feed, topic, compiled(value_schema), value_version.schema_id)
-        key_codec = self._key_codec(feed)
-        prepared: list[_Prepared | HubError] = []
-        for position, record in enumerate(records):
-            marker = (
-                [(IDEMPOTENCY_HEADER, f"{idempotency_key}:{position}".encode())]
-                if idempotency_key is not None
-                else None
-            )
-            try:
-                prepared.append(_prepare(record, value_codec, key_codec, marker))
-            except HubError as exc:
-                prepared.append(exc)
-        if atomic:
-            results = self._publish_atomically(topic, prepared)
-        else:
-            results = self._publish_each(topic, records, prepared, on_error)
-        return PublishOutcome(
-            schema_id=value_version.schema_id,
-            schema_version=value_version.version,
-            results=results,
-        )
+        values = _ValueCodec(feed, topic, compiled(value_schema), value_version.schema_id)
+        return Codecs(values, self._key_codec(feed), value_version.version)
 
-    def _key_codec(self, feed: Feed) -> "_KeyCodec":
+    def _key_codec(self, feed: Feed) -> _KeyCodec:
         if not feed.key_fields:
             return _KeyCodec(feed, None, SchemaId(0))
         latest = self._registry.current(subject=Subject(key_subject(TopicName(feed.topic))))
         schema = self._registry.schema(schema_id=latest.schema_id)
         return _KeyCodec(feed, compiled(schema), latest.schema_id)
-
-    def _publish_each(
-        self,
-        topic: TopicName,
-        records: Sequence[IncomingRecord],
-        prepared: Sequence[_Prepared | HubError],
-        on_error: OnError,
-    ) -> list[PublishResult]:
-        items: list[EncodedRecord] = []
-        for record, item in zip(records, prepared, strict=True):
-            if type(item) is tuple:
-                items.append(item[0])
-            elif on_error is OnError.DLQ:
-                assert isinstance(item, HubError)
-                letter = _dead_letter(topic, record, item)
-                items.append((dlq_topic(topic), letter.key, letter.value, list(letter.headers),
-                              None))  # fmt: skip
-        reports = iter(self._producer.produce_encoded(items)) if items else iter(())
-        results = []
-        for item in prepared:
-            if type(item) is tuple:
-                report = next(reports)
-                if type(report) is tuple:
-                    # Positional: the one result per record, made at the lowest cost.
-                    results.append(PublishResult(report[0], report[1], None, None, None, False,
-                                                 item[1]))  # fmt: skip
-                else:
-                    assert isinstance(report, Delivery)
-                    results.append(_delivered(report, item[1]))
-            elif on_error is OnError.DLQ:
-                assert isinstance(item, HubError)
-                report = next(reports)
-                results.append(
-                    _rejected(item, dead_lettered=True)
-                    if type(report) is tuple
-                    else _delivered(cast(Delivery, report), ())
-                )
-            else:
-                assert isinstance(item, HubError)
-                results.append(_rejected(item))
-        return results
 
     def _publish_atomically(
         self, topic: TopicName, prepared: Sequence[_Prepared | HubError]
@@ -287,6 +271,72 @@ class Publisher:
                 deliveries, cast("Sequence[_Prepared]", prepared), strict=True
             )
         ]
+
+
+class _Batch:
+    """A request's records, checked and encoded: what goes to Kafka, and how to answer each."""
+
+    __slots__ = ("items", "on_error", "prepared", "records")
+
+    def __init__(
+        self,
+        records: Sequence[IncomingRecord],
+        codecs: Codecs,
+        on_error: OnError,
+        idempotency_key: str | None,
+    ) -> None:
+        self.records = records
+        self.on_error = on_error
+        self.prepared: list[_Prepared | HubError] = []
+        for position, record in enumerate(records):
+            marker = (
+                [(IDEMPOTENCY_HEADER, f"{idempotency_key}:{position}".encode())]
+                if idempotency_key is not None
+                else None
+            )
+            try:
+                self.prepared.append(_prepare(record, codecs.values, codecs.keys, marker))
+            except HubError as exc:
+                self.prepared.append(exc)
+        # What goes to Kafka, in order: the valid records, and with `dlq` the invalid ones'
+        # dead letters in their places.
+        self.items: list[EncodedRecord] = []
+        topic = codecs.values.topic
+        for record, item in zip(records, self.prepared, strict=True):
+            if type(item) is tuple:
+                self.items.append(item[0])
+            elif on_error is OnError.DLQ:
+                assert isinstance(item, HubError)
+                letter = _dead_letter(topic, record, item)
+                self.items.append((dlq_topic(topic), letter.key, letter.value,
+                                   list(letter.headers), None))  # fmt: skip
+
+    def results(self, reports: Sequence[Report]) -> list[PublishResult]:
+        """Each record's answer, given the producer's reports for `items`."""
+        reported = iter(reports)
+        results = []
+        for item in self.prepared:
+            if type(item) is tuple:
+                report = next(reported)
+                if type(report) is tuple:
+                    # Positional: the one result per record, made at the lowest cost.
+                    results.append(PublishResult(report[0], report[1], None, None, None, False,
+                                                 item[1]))  # fmt: skip
+                else:
+                    assert isinstance(report, Delivery)
+                    results.append(_delivered(report, item[1]))
+            elif self.on_error is OnError.DLQ:
+                assert isinstance(item, HubError)
+                report = next(reported)
+                results.append(
+                    _rejected(item, dead_lettered=True)
+                    if type(report) is tuple
+                    else _delivered(cast(Delivery, report), ())
+                )
+            else:
+                assert isinstance(item, HubError)
+                results.append(_rejected(item))
+        return results
 
 
 def _delivered(delivery: Delivery, cleaned: tuple[Change, ...]) -> PublishResult:

@@ -28,6 +28,15 @@ class KafkaSettings(BaseSettings):
     linger_ms: int = Field(
         default=5, ge=0, description="How long the producer waits to fill a batch."
     )
+    producer_queue_max_messages: int = Field(
+        default=100_000,
+        ge=1,
+        description=(
+            "Most records a producer holds unacknowledged (librdkafka's "
+            "`queue.buffering.max.messages`); past it, publishing waits for room. Bounds the "
+            "memory used while Kafka is slow or away."
+        ),
+    )
     broker_home: Path = Field(
         default_factory=lambda: default_home() / "kafka",
         description="State directory of the local broker (data, logs, pid file).",

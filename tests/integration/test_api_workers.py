@@ -1,0 +1,159 @@
+"""`hub api serve` with HUB_API_WORKERS=2: two worker processes share the port, each takes
+connections, each publishes atomically under transactional ids of its own, and they stop
+together, on SIGTERM or when one of them dies."""
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from registry import migrate
+from tests.support.hub_client import bearer, create_feed, create_key, unique_topic
+from tests.support.ports import free_port
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = {
+    "type": "record",
+    "name": "Tick",
+    "fields": [{"name": "n", "type": "long"}],
+}
+
+
+@dataclass(frozen=True)
+class Server:
+    process: subprocess.Popen[bytes]
+    url: str
+    database: str
+    log: Path
+
+    def workers(self) -> list[int]:
+        """The worker processes: children of the server running the API (not the resource
+        tracker multiprocessing also starts)."""
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+                command = (stat.parent / "cmdline").read_bytes()
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == self.process.pid and b"resource_tracker" not in command:
+                found.append(int(stat.parent.name))
+        return sorted(found)
+
+
+@pytest.fixture
+def server(kafka_bootstrap: str, tmp_path: Path) -> Iterator[Server]:
+    database = f"sqlite:///{tmp_path / 'hub.db'}"
+    migrate.upgrade(database)
+    port = free_port()
+    env = {
+        **os.environ,
+        "HUB_HOME": str(tmp_path / "home"),
+        "HUB_API_HOST": "127.0.0.1",
+        "HUB_API_PORT": str(port),
+        "HUB_API_WORKERS": "2",
+        # One name for the whole server: each worker must still get transactional ids of its own.
+        "HUB_API_INSTANCE_ID": "api-under-test",
+        "HUB_REGISTRY_DATABASE_URL": database,
+        "HUB_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+    }
+    log = tmp_path / "api.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "hub_cli.main", "api", "serve"],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    running = Server(process, f"http://127.0.0.1:{port}", database, log)
+    try:
+        wait_until(
+            lambda: process.poll() is not None or log.read_text().count("API ready") == 2,
+            timeout_s=90,
+            what="two API workers to start",
+        )
+        assert process.poll() is None, log.read_text()[-3000:]
+        yield running
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in running.workers():
+            os.kill(pid, signal.SIGKILL)
+
+
+def _connections(pid: int, port: int) -> int:
+    """Established TCP connections process `pid` holds on its local `port` (from /proc)."""
+    inodes = {
+        os.readlink(fd)[len("socket:[") : -1]
+        for fd in Path(f"/proc/{pid}/fd").iterdir()
+        if os.readlink(fd).startswith("socket:[")
+    }
+    count = 0
+    for line in Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local_port = int(fields[1].split(":")[1], 16)
+        established = fields[3] == "01"
+        if local_port == port and established and fields[9] in inodes:
+            count += 1
+    return count
+
+
+def test_both_workers_take_connections_and_publish_atomically(server: Server) -> None:
+    workers = server.workers()
+    assert len(workers) == 2
+    key = create_key(server.database, team="ticks")
+    topic = unique_topic("workers")
+    create_feed(server.url, key, topic=topic, schema=SCHEMA, owner="ticks")
+
+    port = int(server.url.rsplit(":", 1)[1])
+    clients = [
+        httpx.Client(base_url=server.url, headers=bearer(key), timeout=60) for _ in range(16)
+    ]
+    try:
+        for n, client in enumerate(clients):  # each keeps its connection open
+            response = client.post(
+                f"/v1/feeds/{topic}/records",
+                params={"atomic": "true"},
+                json={"records": [{"value": {"n": n}}, {"value": {"n": n + 100}}]},
+            )
+            assert response.status_code == 200, response.text
+            assert response.json()["accepted"] == 2
+        taken = {pid: _connections(pid, port) for pid in workers}
+    finally:
+        for client in clients:
+            client.close()
+    # The kernel spreads connections over the workers' sockets at random: with 16, one worker
+    # taking none has a chance of 1 in 32,768.
+    assert all(count > 0 for count in taken.values()), taken
+    assert sum(taken.values()) == 16
+
+
+def test_sigterm_stops_every_worker(server: Server) -> None:
+    workers = server.workers()
+    assert len(workers) == 2
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=60) == 0
+    assert [pid for pid in workers if Path(f"/proc/{pid}").exists()] == []
+
+
+def test_a_worker_that_dies_stops_the_server(server: Server) -> None:
+    first, second = server.workers()
+    os.kill(first, signal.SIGKILL)
+    assert server.process.wait(timeout=60) == 1
+    wait_until(
+        lambda: not Path(f"/proc/{second}").exists(), timeout_s=10, what="the other worker to end"
+    )
+    assert "ended" in server.log.read_text()
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{server.url}/healthz", timeout=2)
