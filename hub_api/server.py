@@ -23,6 +23,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from types import FrameType
 
 import uvicorn
@@ -38,12 +39,14 @@ log = logging.getLogger(__name__)
 STOP_GRACE_S = 30.0  # how long workers get to finish their requests after SIGTERM
 
 
-def serve(settings: ApiSettings) -> None:
-    """Serve until SIGTERM or Ctrl-C: in this process, or in `settings.workers` processes."""
+def serve(settings: ApiSettings, *, setup_worker: Callable[[], None]) -> None:
+    """Serve until SIGTERM or Ctrl-C: in this process, or in `settings.workers` processes,
+    each of which calls `setup_worker` (a module-level function, such as the CLI's logging
+    set-up) first."""
     if settings.workers == 1:
         _serve(settings, listening_socket(settings, reuse_port=False))
     else:
-        _Supervisor(settings).run()
+        _Supervisor(settings, setup_worker).run()
 
 
 def create_server_app(
@@ -82,11 +85,9 @@ def listening_socket(settings: ApiSettings, *, reuse_port: bool) -> socket.socke
     return sock
 
 
-def _worker(number: int) -> None:
+def _worker(number: int, setup: Callable[[], None]) -> None:
     """One worker process: its own settings, socket and app; its own Kafka transactional ids."""
-    from hub_cli.logs import configure_logging
-
-    configure_logging()
+    setup()
     settings = ApiSettings()
     settings = settings.model_copy(update={"instance_id": f"{settings.instance_id}-w{number}"})
     _serve(settings, listening_socket(settings, reuse_port=True))
@@ -96,12 +97,12 @@ class _Supervisor:
     """Starts the workers, stops them all on SIGTERM or SIGINT, and stops them all (exit 1) when
     one of them ends on its own, so that a broken worker is noticed rather than limped past."""
 
-    def __init__(self, settings: ApiSettings) -> None:
+    def __init__(self, settings: ApiSettings, setup_worker: Callable[[], None]) -> None:
         self._settings = settings
         self._stopping = False
         context = multiprocessing.get_context("spawn")
         self._workers = [
-            context.Process(target=_worker, args=(n,), name=f"hub-api-worker-{n}")
+            context.Process(target=_worker, args=(n, setup_worker), name=f"hub-api-worker-{n}")
             for n in range(settings.workers)
         ]
 

@@ -117,7 +117,7 @@ def api_serve() -> None:
     from hub_api import ApiSettings
     from hub_api.server import serve
 
-    serve(ApiSettings())
+    serve(ApiSettings(), setup_worker=configure_logging)
 
 
 SchemaPaths = Annotated[
