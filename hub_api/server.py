@@ -19,9 +19,11 @@ one worker with every keep-alive client and the other idle (ADR 0017).
 import gc
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from types import FrameType
@@ -88,9 +90,21 @@ def listening_socket(settings: ApiSettings, *, reuse_port: bool) -> socket.socke
 def _worker(number: int, setup: Callable[[], None]) -> None:
     """One worker process: its own settings, socket and app; its own Kafka transactional ids."""
     setup()
+    threading.Thread(
+        target=_stop_with_supervisor, args=(os.getppid(),), name="supervisor-watch", daemon=True
+    ).start()
     settings = ApiSettings()
     settings = settings.model_copy(update={"instance_id": f"{settings.instance_id}-w{number}"})
     _serve(settings, listening_socket(settings, reuse_port=True))
+
+
+def _stop_with_supervisor(supervisor: int) -> None:
+    """Stop this worker (as SIGTERM would) once its supervisor is gone, even killed outright:
+    a worker must not serve on, unsupervised, after the server was stopped."""
+    while os.getppid() == supervisor:
+        time.sleep(1.0)
+    log.warning("API supervisor %d is gone: stopping this worker", supervisor)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 class _Supervisor:

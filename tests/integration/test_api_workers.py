@@ -2,6 +2,7 @@
 connections, each publishes atomically under transactional ids of its own, and they stop
 together, on SIGTERM or when one of them dies."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -85,11 +86,13 @@ def server(kafka_bootstrap: str, tmp_path: Path) -> Iterator[Server]:
         assert process.poll() is None, log.read_text()[-3000:]
         yield running
     finally:
+        workers = running.workers()
         if process.poll() is None:
             process.kill()
             process.wait()
-        for pid in running.workers():
-            os.kill(pid, signal.SIGKILL)
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _connections(pid: int, port: int) -> int:
@@ -157,3 +160,24 @@ def test_a_worker_that_dies_stops_the_server(server: Server) -> None:
     assert "ended" in server.log.read_text()
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{server.url}/healthz", timeout=2)
+
+
+def test_workers_stop_when_the_server_process_is_killed_outright(server: Server) -> None:
+    workers = server.workers()
+    assert len(workers) == 2
+    server.process.kill()
+    server.process.wait()
+    wait_until(
+        lambda: not any(_running(pid) for pid in workers),
+        timeout_s=40,
+        what="the orphaned workers to stop",
+    )
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's exit is collected by init in its own time)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
