@@ -9,11 +9,20 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic_core import to_json
 
+from catalog.types import Feed
 from hub_api.auth import Caller, require_owner
 from hub_api.batches import check_count, load_json, plain_records, validate
 from hub_api.deps import Feeds, Idempotency, Metrics, PublisherDep, Settings
 from hub_api.publish_models import PublishPublic, RecordsIn
-from hub_kafka.publish import IncomingRecord, OnError, PublishOutcome, PublishResult
+from hub_kafka.feeds import FeedService
+from hub_kafka.publish import (
+    Codecs,
+    IncomingRecord,
+    OnError,
+    Publisher,
+    PublishOutcome,
+    PublishResult,
+)
 from registry.errors import ErrorCode, TerminalError
 from registry.types import Version
 
@@ -53,7 +62,9 @@ async def publish_records(
     the error status of the first failure when none was. A retry with the same
     `Idempotency-Key` gets the first answer and publishes nothing again.
     """
-    feed = await run_in_threadpool(feeds.current, topic)
+    # The feed and how its records are encoded (latest schema), in one hand-off: both are
+    # cached lookups that may read the database.
+    feed, latest = await run_in_threadpool(_lookups, feeds, publisher, topic)
     require_owner(caller, feed.owner, what=f"Feed '{topic}'")
     raw = await request.body()
     records, schema_version = _parse_body(request, raw, settings.max_records_per_request)
@@ -84,9 +95,13 @@ async def publish_records(
                 )
             )
         else:
-            # The registry lookups may read the database: off the event loop. Checking,
-            # encoding and producing run on it, and the acknowledgements are awaited.
-            codecs = await run_in_threadpool(publisher.codecs, feed, version)
+            # Checking, encoding and producing run on the event loop; the acknowledgements
+            # are awaited.
+            codecs = (
+                latest
+                if version is None
+                else await run_in_threadpool(publisher.codecs, feed, version)
+            )
             outcome = await publisher.publish_async(
                 codecs, records, on_error=on_error, idempotency_key=idempotency_key
             )
@@ -109,6 +124,11 @@ async def publish_records(
             await run_in_threadpool(lambda: idempotency.abandon(scope=scope, key=idempotency_key))
     headers = {"Retry-After": "5"} if status == 503 else None
     return Response(rendered, status_code=status, headers=headers, media_type="application/json")
+
+
+def _lookups(feeds: FeedService, publisher: Publisher, topic: str) -> tuple[Feed, Codecs]:
+    feed = feeds.current(topic)
+    return feed, publisher.codecs(feed)
 
 
 class UnsupportedMediaType(TerminalError):
