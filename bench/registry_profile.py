@@ -6,8 +6,8 @@ The app is built by `create_app` on a temporary SQLite database and called as an
 one asyncio loop, one request at a time: no HTTP server, no load generator. Sync endpoints and
 dependencies run inline instead of in the thread pool, so that cProfile (which follows one
 thread) sees all the work. Kafka is replaced by a stub: registry routes never use it. What this
-leaves out is the HTTP server's share (uvicorn, httptools, the access log, the thread hand-off), which
-the over-HTTP benchmark shows as the cost of GET /healthz.
+leaves out is the HTTP server's share (uvicorn, httptools, the access log, the thread hand-off),
+which the over-HTTP benchmark shows as the cost of GET /healthz.
 """
 
 import asyncio
