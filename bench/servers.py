@@ -3,7 +3,6 @@
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -173,33 +172,20 @@ def api_server(
     cached per key anyway).
     """
     from registry import migrate
-    from tests.support.ports import free_port
+    from tests.support.api_server import spawn_api
 
     migrate.upgrade(database_url)
-    port = free_port()
     home = Path(tempfile.mkdtemp(prefix="hub-bench-api-"))
     log = home / "api.log"
-    env = {
-        **os.environ,
-        "HUB_HOME": str(home),
-        "HUB_API_HOST": "127.0.0.1",
-        "HUB_API_PORT": str(port),
-        "HUB_REGISTRY_DATABASE_URL": database_url,
-        "HUB_KAFKA_BOOTSTRAP_SERVERS": bootstrap_servers,
-        "HUB_API_AUTH": "disabled",
-        "HUB_API_WORKERS": str(workers),
-    }
-    with log.open("wb") as log_file:
-        # A file, not a pipe: nobody reads the log while the server runs, and a full pipe blocks.
-        process = subprocess.Popen(
-            [sys.executable, "-m", "hub_cli.main", "api", "serve"],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    server = ApiProcess(base_url=f"http://127.0.0.1:{port}", pid=process.pid, log=log)
+    process, url = spawn_api(
+        home=home,
+        database_url=database_url,
+        bootstrap_servers=bootstrap_servers,
+        log=log,
+        auth="disabled",
+        workers=str(workers),
+    )
+    server = ApiProcess(base_url=url, pid=process.pid, log=log)
     try:
         _wait_ready(process, server, timeout_s=start_timeout_s)
         yield server

@@ -6,7 +6,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,13 +14,12 @@ import httpx
 import pytest
 
 from registry import migrate
+from tests.support.api_server import spawn_api
 from tests.support.hub_client import bearer, create_feed, create_key, unique_topic
-from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 SCHEMA = {
     "type": "record",
     "name": "Tick",
@@ -55,28 +53,17 @@ class Server:
 def server(kafka_bootstrap: str, tmp_path: Path) -> Iterator[Server]:
     database = f"sqlite:///{tmp_path / 'hub.db'}"
     migrate.upgrade(database)
-    port = free_port()
-    env = {
-        **os.environ,
-        "HUB_HOME": str(tmp_path / "home"),
-        "HUB_API_HOST": "127.0.0.1",
-        "HUB_API_PORT": str(port),
-        "HUB_API_WORKERS": "2",
-        # One name for the whole server: each worker must still get transactional ids of its own.
-        "HUB_API_INSTANCE_ID": "api-under-test",
-        "HUB_REGISTRY_DATABASE_URL": database,
-        "HUB_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
-    }
     log = tmp_path / "api.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "hub_cli.main", "api", "serve"],
-            cwd=REPO,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    running = Server(process, f"http://127.0.0.1:{port}", database, log)
+    process, url = spawn_api(
+        home=tmp_path / "home",
+        database_url=database,
+        bootstrap_servers=kafka_bootstrap,
+        log=log,
+        workers="2",
+        # One name for the whole server: each worker must still get transactional ids of its own.
+        instance_id="api-under-test",
+    )
+    running = Server(process, url, database, log)
     try:
         wait_until(
             lambda: process.poll() is not None or log.read_text().count("API ready") == 2,

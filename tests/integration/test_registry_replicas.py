@@ -6,9 +6,7 @@ has one id everywhere and each subject's versions count 1..N.
 """
 
 import json
-import os
 import subprocess
-import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterator
@@ -21,13 +19,12 @@ import httpx
 import pytest
 
 from registry import migrate
+from tests.support.api_server import spawn_api
 from tests.support.hub_client import bearer, create_key
-from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 THREADS = 8
 PER_THREAD = 25
 SUBJECTS = [f"replicas.s{n}-value" for n in range(4)]
@@ -57,26 +54,15 @@ def replicas(postgres_database: str, kafka_bootstrap: str, tmp_path: Path) -> It
     urls: list[str] = []
     try:
         for n in range(2):
-            port = free_port()
             log = tmp_path / f"api-{n}.log"
-            env = {
-                **os.environ,
-                "HUB_HOME": str(tmp_path / "home"),
-                "HUB_API_HOST": "127.0.0.1",
-                "HUB_API_PORT": str(port),
-                "HUB_REGISTRY_DATABASE_URL": postgres_database,
-                "HUB_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
-            }
-            with log.open("wb") as out:
-                process = subprocess.Popen(
-                    [sys.executable, "-m", "hub_cli.main", "api", "serve"],
-                    cwd=REPO,
-                    env=env,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                )
+            process, url = spawn_api(
+                home=tmp_path / "home",
+                database_url=postgres_database,
+                bootstrap_servers=kafka_bootstrap,
+                log=log,
+            )
             processes.append((process, log))
-            urls.append(f"http://127.0.0.1:{port}")
+            urls.append(url)
         for url, (process, log) in zip(urls, processes, strict=True):
             wait_until(
                 partial(_up_or_exited, url, process),

@@ -1,8 +1,13 @@
-"""The hub's API app served by uvicorn in a background thread, for tests."""
+"""The hub's API for tests: the app served by uvicorn in a background thread, or `hub api serve`
+as a process of its own."""
 
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import uvicorn
 
@@ -12,6 +17,8 @@ from registry import migrate
 from registry.settings import RegistrySettings
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
@@ -39,3 +46,32 @@ def serve_api(
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def spawn_api(
+    *, home: Path, database_url: str, bootstrap_servers: str, log: Path, **settings: str
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start `hub api serve` as a process of its own on a free port, its output in `log`;
+    `settings` are more `HUB_API_*` variables (`workers="2"` for HUB_API_WORKERS). Returns the
+    process and its base URL; the caller waits for it and stops it."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "HUB_HOME": str(home),
+        "HUB_API_HOST": "127.0.0.1",
+        "HUB_API_PORT": str(port),
+        "HUB_REGISTRY_DATABASE_URL": database_url,
+        "HUB_KAFKA_BOOTSTRAP_SERVERS": bootstrap_servers,
+        **{f"HUB_API_{name.upper()}": value for name, value in settings.items()},
+    }
+    with log.open("wb") as out:
+        # A file, not a pipe: nobody reads the log while the server runs, and a full pipe blocks.
+        process = subprocess.Popen(
+            [sys.executable, "-m", "hub_cli.main", "api", "serve"],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    return process, f"http://127.0.0.1:{port}"
