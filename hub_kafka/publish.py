@@ -131,8 +131,7 @@ def _prepare(
             raise TombstoneNotAllowed(values.feed.topic, str(values.feed.kind))
         value = None
     else:
-        datum, changes = values.schema.clean_to_datum(record.value)
-        value = values.schema.encode(datum, values.schema_id)
+        value, changes = values.schema.clean_encode(record.value, values.schema_id)
     key = None if record.key is None and keys.schema is None else _encode_key(record, keys)
     headers = _headers(record.headers) if record.headers is not None else None
     if marker is not None:
@@ -159,7 +158,7 @@ def _encode_key(record: IncomingRecord, keys: _KeyCodec) -> bytes | None:
             )
         key = {name: record.value.get(name) for name in keys.feed.key_fields}
     try:
-        return keys.schema.encode(keys.schema.to_datum(key), keys.schema_id)
+        return keys.schema.to_message(key, keys.schema_id)
     except InvalidRecord as exc:
         path = exc.path.replace("$", "$.key", 1)
         raise InvalidRecord(exc.message.replace("$", "$.key", 1), path=path) from exc

@@ -25,6 +25,7 @@ from typing import Any
 import fastavro
 
 from registry.avro import AvroSchema
+from registry.binary import NotDirect, direct_writer
 from registry.cleaning import (
     ArrayNode,
     Change,
@@ -85,14 +86,19 @@ _FAST_LOGICAL: dict[str, tuple[type, tuple[int, int] | None]] = {
 class CompiledSchema:
     """A schema's compiled converters and encoder; cheap to call and safe to share by threads."""
 
-    __slots__ = ("_cleaning", "_parsed", "_plain")
+    __slots__ = ("_cleaning", "_direct", "_direct_cleaned", "_parsed", "_plain")
 
     def __init__(self, schema: AvroSchema) -> None:
         self._parsed = schema.parsed
         self._plain = _Compiler().step(schema.resolved, None, None)
         self._cleaning = self._plain
+        # Values already in their datum's shape are written directly (`registry/binary.py`);
+        # cleaning may change even those, so a schema with rules is cleaned first.
+        self._direct = direct_writer(schema.resolved)
+        self._direct_cleaned = self._direct
         if has_rules(schema.resolved):
             self._cleaning = _cleaning_step(schema.resolved)
+            self._direct_cleaned = None
 
     def to_datum(self, value: Any) -> Any:
         """As `serde.to_datum(value, schema)`: the datum, or `InvalidRecord` at the field."""
@@ -110,6 +116,29 @@ class CompiledSchema:
         buffer.write(_header(schema_id))  # the frame first: no copy of the payload to prefix it
         fastavro.schemaless_writer(buffer, self._parsed, datum)
         return buffer.getvalue()
+
+    def clean_encode(self, value: Any, schema_id: SchemaId) -> tuple[bytes, tuple[Change, ...]]:
+        """As `clean_to_datum` then `encode`: the framed message and the changes cleaning made."""
+        if self._direct_cleaned is not None:
+            out = bytearray(_header(schema_id))
+            try:
+                self._direct_cleaned(out, value)
+                return bytes(out), ()
+            except NotDirect:
+                pass
+        datum, changes = self.clean_to_datum(value)
+        return self.encode(datum, schema_id), changes
+
+    def to_message(self, value: Any, schema_id: SchemaId) -> bytes:
+        """As `to_datum` then `encode`, without cleaning: the framed message."""
+        if self._direct is not None:
+            out = bytearray(_header(schema_id))
+            try:
+                self._direct(out, value)
+                return bytes(out)
+            except NotDirect:
+                pass
+        return self.encode(self.to_datum(value), schema_id)
 
 
 def compiled(schema: AvroSchema) -> CompiledSchema:

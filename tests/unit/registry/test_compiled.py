@@ -60,6 +60,33 @@ def plain_matches(value: Any, schema: AvroSchema) -> None:
     assert actual == expected
 
 
+def messages_match(value: Any, schema: AvroSchema) -> None:
+    """The direct writer's messages are the general path's: conversion, then fastavro."""
+    converter = CompiledSchema(schema)
+
+    def general(to_datum: Callable[[], Any], changes: Any = ()) -> Outcome:
+        try:
+            return ("ok", converter.encode(to_datum(), SchemaId(7)), changes)
+        except HubError as exc:
+            return ("error", exc.code, exc.message, getattr(exc, "path", None))
+
+    try:
+        cleaned: Outcome = ("ok", *converter.clean_encode(value, SchemaId(7)))
+    except HubError as exc:
+        cleaned = ("error", exc.code, exc.message, getattr(exc, "path", None))
+    try:
+        datum, changes = converter.clean_to_datum(value)
+        expected_cleaned = general(lambda: datum, changes)
+    except HubError as exc:
+        expected_cleaned = ("error", exc.code, exc.message, getattr(exc, "path", None))
+    assert cleaned == expected_cleaned
+    try:
+        plain: Outcome = ("ok", converter.to_message(value, SchemaId(7)), ())
+    except HubError as exc:
+        plain = ("error", exc.code, exc.message, getattr(exc, "path", None))
+    assert plain == general(lambda: converter.to_datum(value))
+
+
 # -- schemas ------------------------------------------------------------------------------------
 
 RULE_LISTS = [
@@ -133,6 +160,67 @@ def records(draw: st.DrawFn, names: Callable[[], str], depth: int = 0) -> dict[s
             field["default"] = {"string": "x"}.get(field["type"], 3)
         fields.append(field)
     return {"type": "record", "name": names(), "fields": fields}
+
+
+DIRECT_LEAVES: list[Any] = [
+    "null", "boolean", "int", "long", "double", "string",
+    {"type": "long", "logicalType": "timestamp-millis"},
+    {"type": "long", "logicalType": "local-timestamp-micros"},
+    {"type": "int", "logicalType": "date"},
+]  # fmt: skip
+
+
+@st.composite
+def direct_schemas(draw: st.DrawFn, names: Callable[[], str], depth: int = 0) -> Any:
+    kinds = ["leaf", "leaf", "enum", "nullable"] + (["record", "array", "map"] if depth < 2 else [])
+    kind = draw(st.sampled_from(kinds))
+    if kind == "leaf":
+        return draw(st.sampled_from(DIRECT_LEAVES))
+    if kind == "enum":
+        return {"type": "enum", "name": names(), "symbols": ["NEW", "Paid", "done"]}
+    if kind == "nullable":
+        branch = draw(st.sampled_from(DIRECT_LEAVES[1:]))
+        return ["null", branch] if draw(st.booleans()) else [branch, "null"]
+    if kind == "array":
+        return {"type": "array", "items": draw(direct_schemas(names, depth + 1))}
+    if kind == "map":
+        return {"type": "map", "values": draw(direct_schemas(names, depth + 1))}
+    return draw(direct_records(names, depth + 1))
+
+
+@st.composite
+def direct_records(draw: st.DrawFn, names: Callable[[], str], depth: int = 0) -> dict[str, Any]:
+    count = draw(st.integers(min_value=1, max_value=5))
+    fields = [{"name": f"f{n}", "type": draw(direct_schemas(names, depth))} for n in range(count)]
+    return {"type": "record", "name": names(), "fields": fields}
+
+
+def in_shape(schema: Any) -> st.SearchStrategy[Any]:
+    """Values of exactly their datum's Python types, edges of the ranges included."""
+    if isinstance(schema, list):
+        return st.one_of([in_shape(b) for b in schema])
+    if isinstance(schema, str):
+        schema = {"type": schema}
+    kind = schema["type"]
+    if kind == "null":
+        return st.none()
+    if kind == "boolean":
+        return st.booleans()
+    if kind == "int":
+        return st.one_of(st.integers(-(2**31), 2**31 - 1), st.sampled_from([0, -1, 63, -64, 64]))
+    if kind == "long":
+        return st.one_of(st.integers(-(2**63), 2**63 - 1), EDGES)
+    if kind == "double":
+        return st.floats(allow_nan=False)
+    if kind == "string":
+        return st.text(max_size=200)
+    if kind == "enum":
+        return st.sampled_from(schema["symbols"])
+    if kind == "array":
+        return st.lists(in_shape(schema["items"]), max_size=70)
+    if kind == "map":
+        return st.dictionaries(st.text(max_size=3), in_shape(schema["values"]), max_size=4)
+    return st.fixed_dictionaries({f["name"]: in_shape(f["type"]) for f in schema["fields"]})
 
 
 def fresh_names() -> Callable[[], str]:
@@ -213,6 +301,7 @@ def test_the_compiled_converter_answers_as_the_generic_path(data: st.DataObject)
         value = data.draw(values(document))
         assert fused(value, schema) == generic(value, schema)
         plain_matches(value, schema)
+        messages_match(value, schema)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -223,6 +312,19 @@ def test_any_top_level_type_converts_as_the_generic_path(data: st.DataObject) ->
     for _ in range(4):
         value = data.draw(values(document))
         assert fused(value, schema) == generic(value, schema)
+        messages_match(value, schema)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_values_in_shape_are_written_directly_with_fastavros_bytes(data: st.DataObject) -> None:
+    """Schemas of the types the direct writer handles, and values mostly in their datum's
+    shape, so that most records take the direct path rather than the general one."""
+    document = data.draw(direct_records(fresh_names()))
+    schema = parse(json.dumps(document))
+    for _ in range(4):
+        value = data.draw(st.one_of(in_shape(document), values(document)))
+        messages_match(value, schema)
 
 
 # -- examples the generator does not reach ------------------------------------------------------
@@ -290,3 +392,20 @@ def test_a_schema_with_invalid_rules_fails_each_record_as_clean_does() -> None:
 def test_the_compiled_form_is_built_once_per_schema_object() -> None:
     schema = parse(json.dumps(RECURSIVE))
     assert compiled(schema) is compiled(schema)
+
+
+def test_long_arrays_maps_and_strings_are_written_as_fastavro_writes_them() -> None:
+    schema = parse(json.dumps({"type": "record", "name": "Big", "fields": [
+        {"name": "items", "type": {"type": "array", "items": "long"}},
+        {"name": "tags", "type": {"type": "map", "values": ["null", "string"]}},
+        {"name": "text", "type": "string"},
+    ]}))  # fmt: skip
+    value = {
+        "items": list(range(-150, 150)),
+        "tags": {f"k{n}": None if n % 3 else "v" * n for n in range(100)},
+        "text": "\u00e9" * 5000,
+    }
+    converter = compiled(schema)
+    direct = converter.to_message(value, SchemaId(7))
+    assert direct == converter.encode(converter.to_datum(value), SchemaId(7))
+    assert direct == encode(value, schema=schema, schema_id=SchemaId(7))

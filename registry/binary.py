@@ -1,0 +1,250 @@
+"""Avro binary written straight from natural JSON, for values already in their datum's shape.
+
+On the publish path most values arrive exactly as their datum: a `str` for a string, an `int`
+in range for a long or a `timestamp-millis`, a `float` for a double, a `dict` holding exactly a
+record's fields. For those, converting to a datum and handing it to fastavro walks the value
+twice and pays fastavro's per-call set-up, which for small records costs more than the writing.
+`direct_writer` compiles a schema, once, into closures that check each value's type and write
+its Avro binary in the same walk.
+
+Any value that is not exactly in shape (a missing field left to its default, an ISO-8601
+timestamp, a number given as text, a value that is invalid) makes the writer give up on the
+record by raising `NotDirect`; the caller then takes the general path (`CompiledSchema`:
+conversion, then fastavro), which converts it or words its error. The writer therefore never
+decides what is valid, only how to write what is plainly valid, and its bytes are fastavro's
+(`tests/unit/registry/test_compiled.py` compares them on generated schemas and values).
+
+Schemas with a type the writer does not handle (bytes, fixed, float, decimal and the other
+logical types but the integer timestamps and dates, unions other than a type and null,
+recursive records) get no direct writer.
+"""
+
+import struct
+from collections.abc import Callable, Mapping
+from typing import Any
+
+# Appends the Avro binary of a value to the buffer, or raises NotDirect.
+Write = Callable[[bytearray, Any], None]
+
+_LONG = (-(2**63), 2**63 - 1)
+_INT = (-(2**31), 2**31 - 1)
+_INTEGER_LOGICAL = {
+    "timestamp-millis": ("long", _LONG),
+    "timestamp-micros": ("long", _LONG),
+    "local-timestamp-millis": ("long", _LONG),
+    "local-timestamp-micros": ("long", _LONG),
+    "date": ("int", _INT),
+}
+_SMALL = [bytes([n]) for n in range(128)]
+_pack_double = struct.Struct("<d").pack
+
+
+class NotDirect(Exception):
+    """The value is not exactly in its datum's shape: take the general path."""
+
+
+class _Unsupported(Exception):
+    """The schema has a type the direct writer does not handle."""
+
+
+def direct_writer(schema: Any) -> Write | None:
+    """The direct writer of `schema` (parsed JSON, as `AvroSchema.resolved`), or None."""
+    try:
+        return _Compiler().write(schema, None)
+    except _Unsupported:
+        return None
+
+
+def write_long(out: bytearray, n: int) -> None:
+    """Zig-zag, then base-128 varint: Avro's int and long."""
+    n = (n << 1) ^ (n >> 63)
+    if n < 128:
+        out += _SMALL[n]
+        return
+    while n > 127:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+class _Compiler:
+    def __init__(self) -> None:
+        self._named: dict[str, Any] = {}
+        self._open: set[int] = set()  # records being compiled: a reference back is recursion
+
+    def write(self, schema: Any, ns: str | None) -> Write:
+        if isinstance(schema, list):
+            return self._union(schema, ns)
+        if isinstance(schema, str):
+            if schema in _PRIMITIVES:
+                return _PRIMITIVES[schema]
+            named = self._named.get(schema) or self._named.get(f"{ns}.{schema}")
+            if named is None:
+                raise _Unsupported(schema)
+            return self.write(named, ns)
+        kind = schema["type"]
+        if not isinstance(kind, str):
+            return self.write(kind, ns)
+        logical = schema.get("logicalType")
+        if logical is not None:
+            if logical in _INTEGER_LOGICAL and _INTEGER_LOGICAL[logical][0] == kind:
+                return _integer(_INTEGER_LOGICAL[logical][1])
+            if logical in ("decimal", "uuid", "time-millis", "time-micros", "duration"):
+                raise _Unsupported(logical)
+            # Any other logical type is ignored, as Avro says: the underlying type is written.
+        if kind in _PRIMITIVES:
+            return _PRIMITIVES[kind]
+        if kind in ("record", "error"):
+            return self._record(schema, self._remember(schema, ns))
+        if kind == "enum":
+            self._remember(schema, ns)
+            return _enum(schema["symbols"])
+        if kind == "array":
+            return _array(self.write(schema["items"], ns))
+        if kind == "map":
+            return _map(self.write(schema["values"], ns))
+        raise _Unsupported(kind)
+
+    def _remember(self, schema: Mapping[str, Any], ns: str | None) -> str | None:
+        name: str = schema["name"]
+        own_namespace = schema.get("namespace", ns)
+        full = name if "." in name or not own_namespace else f"{own_namespace}.{name}"
+        self._named[full] = schema
+        self._named.setdefault(name, schema)
+        return full.rpartition(".")[0] or None
+
+    def _record(self, schema: Mapping[str, Any], ns: str | None) -> Write:
+        if id(schema) in self._open:
+            raise _Unsupported("recursive record")
+        self._open.add(id(schema))
+        fields = tuple((f["name"], self.write(f["type"], ns)) for f in schema["fields"])
+        self._open.discard(id(schema))
+        return _record(fields)
+
+    def _union(self, branches: list[Any], ns: str | None) -> Write:
+        if len(branches) != 2 or "null" not in branches:
+            raise _Unsupported("union")
+        null_index = branches.index("null")
+        write = self.write(branches[1 - null_index], ns)
+        return _nullable(null_index, write)
+
+
+def _null(out: bytearray, value: Any) -> None:
+    if value is not None:
+        raise NotDirect
+
+
+def _boolean(out: bytearray, value: Any) -> None:
+    if type(value) is not bool:
+        raise NotDirect
+    out += b"\x01" if value else b"\x00"
+
+
+def _integer(bounds: tuple[int, int]) -> Write:
+    low, high = bounds
+
+    def integer(out: bytearray, value: Any) -> None:
+        if type(value) is not int or not low <= value <= high:
+            raise NotDirect
+        write_long(out, value)
+
+    return integer
+
+
+def _double(out: bytearray, value: Any) -> None:
+    if type(value) is not float:
+        raise NotDirect
+    out += _pack_double(value)
+
+
+def _string(out: bytearray, value: Any) -> None:
+    if type(value) is not str:
+        raise NotDirect
+    try:
+        encoded = value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the general path says what is wrong
+        raise NotDirect from None
+    write_long(out, len(encoded))
+    out += encoded
+
+
+_PRIMITIVES: dict[str, Write] = {
+    "null": _null,
+    "boolean": _boolean,
+    "int": _integer(_INT),
+    "long": _integer(_LONG),
+    "double": _double,
+    "string": _string,
+}
+
+
+def _enum(symbols: list[str]) -> Write:
+    index = {symbol: n for n, symbol in enumerate(symbols)}
+
+    def enum(out: bytearray, value: Any) -> None:
+        position = index.get(value) if type(value) is str else None
+        if position is None:
+            raise NotDirect
+        write_long(out, position)
+
+    return enum
+
+
+def _record(fields: tuple[tuple[str, Write], ...]) -> Write:
+    count = len(fields)
+    missing = object()
+
+    def record(out: bytearray, value: Any) -> None:
+        # Exactly the record's fields: a missing one takes its default, an unknown one is an
+        # error, and both are the general path's to handle.
+        if type(value) is not dict or len(value) != count:
+            raise NotDirect
+        get = value.get
+        for name, write in fields:
+            item = get(name, missing)
+            if item is missing:
+                raise NotDirect
+            write(out, item)
+
+    return record
+
+
+def _array(items: Write) -> Write:
+    def array(out: bytearray, value: Any) -> None:
+        if type(value) is not list:
+            raise NotDirect
+        if value:
+            write_long(out, len(value))
+            for item in value:
+                items(out, item)
+        out += b"\x00"
+
+    return array
+
+
+def _map(values: Write) -> Write:
+    def map_(out: bytearray, value: Any) -> None:
+        if type(value) is not dict:
+            raise NotDirect
+        if value:
+            write_long(out, len(value))
+            for key, item in value.items():
+                _string(out, key)
+                values(out, item)
+        out += b"\x00"
+
+    return map_
+
+
+def _nullable(null_index: int, write: Write) -> Write:
+    null_tag = _SMALL[null_index * 2]  # zig-zag of 0 or 1
+    other_tag = _SMALL[(1 - null_index) * 2]
+
+    def nullable(out: bytearray, value: Any) -> None:
+        if value is None:
+            out += null_tag
+        else:
+            out += other_tag
+            write(out, value)
+
+    return nullable
