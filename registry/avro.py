@@ -145,6 +145,22 @@ def full_name(name: str, namespace: str | None) -> str:
     return f"{namespace}.{name}"
 
 
+def remember_named(
+    named: dict[str, Any], schema: Mapping[str, Any], namespace: str | None
+) -> str | None:
+    """Put a named type (record, enum, fixed) met in a schema walk into `named`, under its full
+    name and, unless taken, its short one; returns the namespace its inner names resolve in."""
+    full = full_name(schema["name"], schema.get("namespace", namespace))
+    named[full] = schema
+    named.setdefault(schema["name"], schema)
+    return full.rpartition(".")[0] or None
+
+
+def find_named(named: Mapping[str, Any], name: str, namespace: str | None) -> Any | None:
+    """The named type a reference `name` means in `namespace`, from `remember_named`'s map."""
+    return named.get(name) or named.get(f"{namespace}.{name}")
+
+
 def named_types(schema: Any, namespace: str | None = None) -> dict[str, Any]:
     """Every named type defined in `schema`, by full name, with names made full."""
     found: dict[str, Any] = {}

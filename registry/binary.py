@@ -23,6 +23,8 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from registry.avro import find_named, remember_named
+
 # Appends the Avro binary of a value to the buffer, or raises NotDirect.
 Write = Callable[[bytearray, Any], None]
 
@@ -78,7 +80,7 @@ class _Compiler:
         if isinstance(schema, str):
             if schema in _PRIMITIVES:
                 return _PRIMITIVES[schema]
-            named = self._named.get(schema) or self._named.get(f"{ns}.{schema}")
+            named = find_named(self._named, schema, ns)
             if named is None:
                 raise _Unsupported(schema)
             return self.write(named, ns)
@@ -106,12 +108,7 @@ class _Compiler:
         raise _Unsupported(kind)
 
     def _remember(self, schema: Mapping[str, Any], ns: str | None) -> str | None:
-        name: str = schema["name"]
-        own_namespace = schema.get("namespace", ns)
-        full = name if "." in name or not own_namespace else f"{own_namespace}.{name}"
-        self._named[full] = schema
-        self._named.setdefault(name, schema)
-        return full.rpartition(".")[0] or None
+        return remember_named(self._named, schema, ns)
 
     def _record(self, schema: Mapping[str, Any], ns: str | None) -> Write:
         if id(schema) in self._open:

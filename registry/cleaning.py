@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from registry.avro import PRIMITIVES
+from registry.avro import PRIMITIVES, find_named, remember_named
 from registry.cleaning_rules import Rule, Step, rule_step
 from registry.errors import InvalidRecord, InvalidSchema
 from registry.serde import Converter  # tells union branches apart exactly as encoding will
@@ -405,7 +405,7 @@ class _Compiler:
         if isinstance(schema, str):
             if schema in PRIMITIVES:
                 return self._leaf(schema, {}, rules, path, kinds)
-            named = self._named.get(schema) or self._named.get(f"{ns}.{schema}")
+            named = find_named(self._named, schema, ns)
             if named is None:
                 raise InvalidSchema(f"Invalid schema: unknown type '{schema}' at {path}.")
             if named["type"] in ("record", "error"):
@@ -447,10 +447,7 @@ class _Compiler:
         return node
 
     def _remember(self, schema: Mapping[str, Any], ns: str | None) -> str | None:
-        full = _full(schema, ns)
-        self._named[full] = schema
-        self._named.setdefault(schema["name"], schema)
-        return full.rpartition(".")[0] or None
+        return remember_named(self._named, schema, ns)
 
     def _record(self, schema: Mapping[str, Any], path: str, ns: str | None) -> PlanNode:
         node = RecordNode()
@@ -495,12 +492,6 @@ class _Compiler:
                 if step is not None:
                     steps.append((rule, step))
         return LeafNode(kind, tuple(steps))
-
-
-def _full(schema: Mapping[str, Any], ns: str | None) -> str:
-    name: str = schema["name"]
-    own = schema.get("namespace", ns)
-    return name if "." in name or not own else f"{own}.{name}"
 
 
 _STRING_ONLY = frozenset({"string"})

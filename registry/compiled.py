@@ -24,7 +24,7 @@ from typing import Any
 
 import fastavro
 
-from registry.avro import AvroSchema
+from registry.avro import AvroSchema, find_named, remember_named
 from registry.binary import NotDirect, direct_writer
 from registry.cleaning import (
     ArrayNode,
@@ -187,7 +187,7 @@ class _Compiler:
             if schema in PRIMITIVE_CONVERTERS:
                 fast_type, bounds = _FAST.get(schema, (_Never, None))
                 return _leaf(fast_type, bounds, PRIMITIVE_CONVERTERS[schema], node)
-            named = self._named.get(schema) or self._named.get(f"{ns}.{schema}")
+            named = find_named(self._named, schema, ns)
             if named is None:
                 return _unknown_type(schema)
             return self.step(named, ns, node)
@@ -219,12 +219,7 @@ class _Compiler:
         return self.step(kind, ns, node)
 
     def _remember(self, schema: Mapping[str, Any], ns: str | None) -> str | None:
-        name: str = schema["name"]
-        own_namespace = schema.get("namespace", ns)
-        full = name if "." in name or not own_namespace else f"{own_namespace}.{name}"
-        self._named[full] = schema
-        self._named.setdefault(name, schema)
-        return full.rpartition(".")[0] or None
+        return remember_named(self._named, schema, ns)
 
     def _record(self, schema: Mapping[str, Any], ns: str | None, node: PlanNode | None) -> Step:
         key = (id(schema), ns, id(node))

@@ -16,7 +16,7 @@ from uuid import UUID
 
 import fastavro
 
-from registry.avro import AvroSchema
+from registry.avro import AvroSchema, find_named, remember_named
 from registry.errors import InvalidRecord
 from registry.types import SchemaId
 from registry.wire import frame, unframe
@@ -61,7 +61,7 @@ class Converter:
         if isinstance(schema, str):
             if schema in PRIMITIVE_CONVERTERS:
                 return PRIMITIVE_CONVERTERS[schema](value, path)
-            named = self._named.get(schema) or self._named.get(f"{namespace}.{schema}")
+            named = find_named(self._named, schema, namespace)
             if named is None:
                 raise InvalidRecord(f"Unknown type '{schema}' at {path}.", path=path)
             return self.convert(value, named, path, namespace=namespace)
@@ -103,12 +103,7 @@ class Converter:
         return self.convert(value, kind, path, namespace=namespace)
 
     def _remember(self, schema: Mapping[str, Any], namespace: str | None) -> str | None:
-        name: str = schema["name"]
-        own_namespace = schema.get("namespace", namespace)
-        full = name if "." in name or not own_namespace else f"{own_namespace}.{name}"
-        self._named[full] = schema
-        self._named.setdefault(name, schema)
-        return full.rpartition(".")[0] or None
+        return remember_named(self._named, schema, namespace)
 
     def _record(
         self, value: Any, schema: Mapping[str, Any], path: str, namespace: str | None
