@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from pydantic import ValidationError
 
 from hub_cli import analyst_commands
 from hub_cli.connect_commands import connect_app
 from hub_cli.load_commands import load_app
 from hub_cli.logs import configure_logging
 from hub_cli.warehouse_commands import warehouse_app
-from registry.errors import HubError
+from registry.errors import ErrorCode, HubError
+from registry.settings import invalid_settings_message
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -311,11 +313,17 @@ def key_list(
 
 
 def run() -> None:
-    """Entry point: domain errors become a one-line message and exit code 2."""
+    """Entry point: domain errors and invalid settings become one line and exit code 2."""
     try:
         app()
     except HubError as exc:
         log.error("%s (error %d)", exc.message, int(exc.code))
+        sys.exit(2)
+    except ValidationError as exc:
+        message = invalid_settings_message(exc)
+        if message is None:
+            raise
+        log.error("%s (error %d)", message, int(ErrorCode.INVALID_SETTING))
         sys.exit(2)
 
 

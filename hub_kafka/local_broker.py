@@ -5,13 +5,8 @@ Used by `hub kafka start|stop|status`, by `hub up` and by the test fixtures. Eve
 """
 
 import base64
-import contextlib
 import logging
-import os
-import signal
-import socket
 import subprocess
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +16,7 @@ from confluent_kafka.admin import AdminClient
 
 from hub_kafka.errors import BrokerError
 from hub_kafka.settings import KafkaSettings
+from registry.processes import BackgroundProcess, java_command, port_open
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +51,7 @@ class LocalBroker:
         self._settings = settings
         self.home = settings.broker_home
         self.bootstrap_servers = f"127.0.0.1:{settings.broker_port}"
-
-    @property
-    def _pid_file(self) -> Path:
-        return self.home / "broker.pid"
+        self._process = BackgroundProcess("Kafka broker", self.home / "broker.pid")
 
     @property
     def log_file(self) -> Path:
@@ -76,15 +69,10 @@ class LocalBroker:
         if not (self.home / "data" / "meta.properties").exists():
             self._format(jars, config)
         log.info("starting Kafka broker on %s (logs: %s)", self.bootstrap_servers, self.log_file)
-        stdout = (self.home / "logs" / "stdout.log").open("ab")
-        process = subprocess.Popen(
+        process = self._process.start(
             [*self._java(jars), "kafka.Kafka", str(config)],
-            stdout=stdout,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # Ctrl-C in a terminal reaches the hub, which stops us
+            output=self.home / "logs" / "stdout.log",
         )
-        self._pid_file.write_text(str(process.pid))
         try:
             self._wait_ready(timeout_s, process=process)
         except BrokerError:
@@ -95,39 +83,15 @@ class LocalBroker:
 
     def stop(self, *, timeout_s: float = 30.0) -> bool:
         """Stop the broker cleanly (SIGTERM, then SIGKILL after `timeout_s`). True if it ran."""
-        pid = self._pid()
-        if pid is None:
-            return False
-        log.info("stopping Kafka broker (pid %s)", pid)
-        _signal(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if _alive(pid):
-            log.warning("Kafka broker did not stop in %.0fs; killing it", timeout_s)
-            _signal(pid, signal.SIGKILL)
-            while _alive(pid):
-                time.sleep(0.1)
-        self._pid_file.unlink(missing_ok=True)
-        return True
+        return self._process.stop(timeout_s=timeout_s)
 
     def status(self) -> BrokerStatus:
         """Whether the broker process runs and answers metadata requests."""
-        pid = self._pid()
+        pid = self._process.pid()
         ready = pid is not None and self._answers(timeout_s=2.0)
         return BrokerStatus(
             running=pid is not None, pid=pid, bootstrap_servers=self.bootstrap_servers, ready=ready
         )
-
-    def _pid(self) -> int | None:
-        try:
-            pid = int(self._pid_file.read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return None
-        if not _alive(pid):
-            self._pid_file.unlink(missing_ok=True)
-            return None
-        return pid
 
     def _classpath(self) -> str:
         jars_dir = self._settings.broker_jars_dir
@@ -139,19 +103,16 @@ class LocalBroker:
         return f"{jars_dir}/*"
 
     def _java(self, classpath: str) -> list[str]:
-        java_home = os.environ.get("JAVA_HOME")
-        java = str(Path(java_home) / "bin" / "java") if java_home else "java"
-        return [
-            java,
-            f"-Xmx{self._settings.broker_heap}",
-            f"-Xms{self._settings.broker_heap}",
-            "-XX:+UseG1GC",
-            "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
-            f"-Dkafka.logs.dir={self.home / 'logs'}",
-            "-cp",
-            classpath,
-        ]
+        return java_command(
+            heap=self._settings.broker_heap,
+            fixed_heap=True,
+            classpath=classpath,
+            options=[
+                "-XX:+UseG1GC",
+                f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
+                f"-Dkafka.logs.dir={self.home / 'logs'}",
+            ],
+        )
 
     def _write_config(self) -> Path:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
@@ -208,19 +169,14 @@ class LocalBroker:
     def _wait_ready(
         self, timeout_s: float, *, process: subprocess.Popen[bytes] | None = None
     ) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if process is not None and process.poll() is not None:
-                raise BrokerError(
-                    f"Kafka broker exited with code {process.returncode} during start-up; "
-                    f"see {self.log_file} and {self.home / 'logs' / 'stdout.log'}."
-                )
-            if _port_open(self._settings.broker_port) and self._answers(timeout_s=2.0):
-                return
-            time.sleep(0.5)
-        raise BrokerError(
-            f"Kafka broker did not become ready on {self.bootstrap_servers} within "
-            f"{timeout_s:.0f}s; see {self.log_file}."
+        self._process.wait_ready(
+            lambda: port_open(self._settings.broker_port) and self._answers(timeout_s=2.0),
+            address=self.bootstrap_servers,
+            logs=f"{self.log_file} and {self.home / 'logs' / 'stdout.log'}",
+            error=BrokerError,
+            timeout_s=timeout_s,
+            interval_s=0.5,
+            process=process,
         )
 
     def _answers(self, *, timeout_s: float) -> bool:
@@ -230,37 +186,3 @@ class LocalBroker:
         except KafkaException:
             return False
         return bool(metadata.brokers)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child still "exists"; reap it if it is ours.
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    except ChildProcessError:
-        return _not_zombie(pid)
-
-
-def _not_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _signal(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0

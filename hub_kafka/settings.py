@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from registry.settings import default_home
@@ -50,3 +50,12 @@ class KafkaSettings(BaseSettings):
         default=9093, description="KRaft controller port of the local broker."
     )
     broker_heap: str = Field(default="512m", description="Java heap size of the local broker.")
+
+    @model_validator(mode="after")
+    def _ports_differ(self) -> "KafkaSettings":
+        if self.broker_port == self.controller_port:
+            raise ValueError(
+                f"HUB_KAFKA_BROKER_PORT and HUB_KAFKA_CONTROLLER_PORT are both {self.broker_port}: "
+                "the local broker needs two different ports"
+            )
+        return self

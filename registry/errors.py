@@ -61,6 +61,7 @@ class ErrorCode(IntEnum):
     UNPARSEABLE_SOURCE_RECORD = 42242
     CDC_SETUP_FAILED = 42250
     INVALID_WAREHOUSE_MODEL = 42260
+    INVALID_SETTING = 42270
     # 5xx: the hub or something it depends on failed
     STORE_ERROR = 50001
     LOCAL_SERVICE_FAILED = 50010

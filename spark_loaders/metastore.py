@@ -15,18 +15,15 @@ the analysts' processes use one metastore at once (see docs/adr/0010).
 import contextlib
 import fcntl
 import logging
-import os
 import re
-import signal
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum, unique
 from pathlib import Path
 
 from registry.errors import LocalServiceFailed
+from registry.processes import BackgroundProcess, java_command, port_open
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
@@ -145,14 +142,11 @@ class MetastoreServer:
         self.home = settings.metastore_dir
         self.port = settings.metastore_port
         self.address = f"127.0.0.1:{settings.metastore_port}"
+        self._process = BackgroundProcess("metastore server", self.home / "server.pid")
 
     @property
     def log_file(self) -> Path:
         return self.home / "server.log"
-
-    @property
-    def _pid_file(self) -> Path:
-        return self.home / "server.pid"
 
     def start(self, *, timeout_s: float = 60.0) -> MetastoreStatus:
         """Start the server unless it runs, and wait until it accepts connections."""
@@ -163,21 +157,17 @@ class MetastoreServer:
             if current.running:
                 self._wait_ready(timeout_s)
                 return self.status()
-            if _port_open(self.port):
+            if port_open(self.port):
                 raise MetastoreError(
                     f"Port {self.port} is taken by another process, not by the metastore server "
                     f"of {self.home}. Set HUB_LOADER_METASTORE_PORT to a free port."
                 )
             log.info("starting the metastore server on %s (log: %s)", self.address, self.log_file)
-            process = subprocess.Popen(
+            process = self._process.start(
                 [*self._java(), "start", "-h", "127.0.0.1", "-p", str(self.port)],
-                stdout=self.log_file.open("ab"),
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
+                output=self.log_file,
                 cwd=self.home,
-                start_new_session=True,  # outlives the command that started it
             )
-            self._pid_file.write_text(str(process.pid))
             try:
                 self._wait_ready(timeout_s, process=process)
             except MetastoreError:
@@ -188,10 +178,10 @@ class MetastoreServer:
 
     def stop(self, *, timeout_s: float = 30.0) -> bool:
         """Shut the server down cleanly (Derby's shutdown command, then signals). True if it ran."""
-        pid = self._pid()
+        pid = self._process.pid()
         if pid is None:
             return False
-        log.info("stopping the metastore server (pid %s)", pid)
+        log.info("shutting down the metastore server (pid %s)", pid)
         # The shutdown command closes the database cleanly; a signal leaves Derby to recover
         # from its log at the next start, which is safe but slower.
         with contextlib.suppress(subprocess.TimeoutExpired, OSError):
@@ -201,38 +191,18 @@ class MetastoreServer:
                 timeout=timeout_s,
                 check=False,
             )
-        deadline = time.monotonic() + timeout_s
-        for stop_signal in (signal.SIGTERM, signal.SIGKILL):
-            while _alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            if not _alive(pid):
-                break
-            log.warning("metastore server (pid %s) still running; sending %s", pid, stop_signal)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, stop_signal)
-            deadline = time.monotonic() + 10.0
-        self._pid_file.unlink(missing_ok=True)
+        self._process.stop(timeout_s=timeout_s)  # signals, if the command did not stop it
         return True
 
     def status(self) -> MetastoreStatus:
         """Whether the server process runs and accepts connections."""
-        pid = self._pid()
+        pid = self._process.pid()
         return MetastoreStatus(
             running=pid is not None,
             pid=pid,
             address=self.address,
-            ready=pid is not None and _port_open(self.port),
+            ready=pid is not None and port_open(self.port),
         )
-
-    def _pid(self) -> int | None:
-        try:
-            pid = int(self._pid_file.read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return None
-        if not _alive(pid):
-            self._pid_file.unlink(missing_ok=True)
-            return None
-        return pid
 
     def _java(self) -> list[str]:
         jars_dir = self._settings.metastore_jars_dir
@@ -241,34 +211,26 @@ class MetastoreServer:
                 f"No Derby server jars (derbynet-*.jar) in {jars_dir}. Run `make jars` (or set "
                 "HUB_LOADER_METASTORE_JARS_DIR to the folder holding them)."
             )
-        java_home = os.environ.get("JAVA_HOME")
-        return [
-            str(Path(java_home) / "bin" / "java") if java_home else "java",
-            f"-Xmx{_SERVER_HEAP}",
-            "-Djava.awt.headless=true",
+        options = [
             f"-Dderby.system.home={self.home}",
             f"-Dderby.stream.error.file={self.home / 'derby.log'}",
-            "-cp",
-            f"{jars_dir}/*",
+        ]
+        return [
+            *java_command(heap=_SERVER_HEAP, classpath=f"{jars_dir}/*", options=options),
             _SERVER_CLASS,
         ]
 
     def _wait_ready(
         self, timeout_s: float, *, process: subprocess.Popen[bytes] | None = None
     ) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if process is not None and process.poll() is not None:
-                raise MetastoreError(
-                    f"The metastore server exited with code {process.returncode} during "
-                    f"start-up; see {self.log_file}."
-                )
-            if _port_open(self.port):
-                return
-            time.sleep(0.2)
-        raise MetastoreError(
-            f"The metastore server did not accept connections on {self.address} within "
-            f"{timeout_s:.0f}s; see {self.log_file}."
+        self._process.wait_ready(
+            lambda: port_open(self.port),
+            address=self.address,
+            logs=str(self.log_file),
+            error=MetastoreError,
+            timeout_s=timeout_s,
+            interval_s=0.2,
+            process=process,
         )
 
     @contextlib.contextmanager
@@ -289,34 +251,9 @@ def ensure_metastore(settings: LoaderSettings) -> None:
     """
     if metastore_kind(settings) is not MetastoreKind.LOCAL_SERVER:
         return
-    if _port_open(settings.metastore_port):
+    if port_open(settings.metastore_port):
         return  # ours, or a Derby server run by other means on the configured port
     status = MetastoreServer(settings).start()
     log.info(
         "the metastore server (pid %s) keeps running; `hub metastore stop` stops it", status.pid
     )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A child of ours that exited stays a zombie until reaped; reap it so it counts as gone.
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except FileNotFoundError:
-            return False
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    return done == 0
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0

@@ -206,26 +206,25 @@ def timeline(
         F.col(OP).isin(*DELETIONS).alias(IS_DELETED),
         F.col(_DROP),
     )
-    dropped = with_drop.where(F.col(_DROP) & (F.col(_ORIGIN) == 0)).select(
-        *keys,
-        *[F.col(c) for c in columns],
-        OP,
-        POSITION,
-        LSN,
-        TX_ID,
-        UNAVAILABLE,
-        VALID_FROM,
-        F.lit(None).cast("timestamp").alias(VALID_TO),
-        F.lit(False).alias(IS_CURRENT),
-        F.lit(True).alias(IS_DELETED),
-        F.col(_DROP),
+    dropped = _closed_rows(
+        with_drop.where(F.col(_DROP) & (F.col(_ORIGIN) == 0)),
+        keys=keys,
+        columns=columns,
+        drop=F.col(_DROP),
     )
     return versions.unionByName(dropped)
 
 
 def truncate_markers(new: DataFrame, *, keys: Sequence[str], columns: Sequence[str]) -> DataFrame:
     """History rows recording the batch's truncates: null keys, deleted, never current."""
-    return new.where(F.col(OP) == "t").select(
+    return _closed_rows(new.where(F.col(OP) == "t"), keys=keys, columns=columns, drop=F.lit(False))
+
+
+def _closed_rows(
+    rows: DataFrame, *, keys: Sequence[str], columns: Sequence[str], drop: Column
+) -> DataFrame:
+    """`rows` as history rows that are deleted, never current, and valid until no time."""
+    return rows.select(
         *keys,
         *columns,
         OP,
@@ -237,7 +236,7 @@ def truncate_markers(new: DataFrame, *, keys: Sequence[str], columns: Sequence[s
         F.lit(None).cast("timestamp").alias(VALID_TO),
         F.lit(False).alias(IS_CURRENT),
         F.lit(True).alias(IS_DELETED),
-        F.lit(False).alias(_DROP),
+        drop.alias(_DROP),
     )
 
 

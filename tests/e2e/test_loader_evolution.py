@@ -15,6 +15,7 @@ from tests.support.hub_client import unique_topic
 from tests.support.loader import (
     create_topic,
     encode,
+    live_count,
     own_loader_settings,
     produce,
     produce_avro,
@@ -91,7 +92,9 @@ def test_new_versions_are_picked_up_live_and_quarantine_is_replayed_exactly_once
     loader = BronzeLoader(spark, settings, KafkaSettings(bootstrap_servers=kafka_bootstrap))
     query = loader.start()
     try:
-        wait_until(lambda: _count(spark, table) == 20, timeout_s=120, what="v1 records in bronze")
+        wait_until(
+            lambda: live_count(spark, table) == 20, timeout_s=120, what="v1 records in bronze"
+        )
         assert dict(spark.table(table).dtypes)["qty"] == "int"
 
         # A new version is registered while the stream runs: no restart.
@@ -104,8 +107,12 @@ def test_new_versions_are_picked_up_live_and_quarantine_is_replayed_exactly_once
         stray = produce_avro(
             kafka_bootstrap, topic, stray_id, STRAY, [{"order_id": "s1", "qty": 7}]
         )
-        wait_until(lambda: _count(spark, table) == 30, timeout_s=120, what="v2 records in bronze")
-        wait_until(lambda: _count(spark, quarantine) == 2, timeout_s=60, what="quarantined rows")
+        wait_until(
+            lambda: live_count(spark, table) == 30, timeout_s=120, what="v2 records in bronze"
+        )
+        wait_until(
+            lambda: live_count(spark, quarantine) == 2, timeout_s=60, what="quarantined rows"
+        )
         assert query.exception() is None
     finally:
         stop_between_batches(query)
@@ -140,7 +147,7 @@ def test_new_versions_are_picked_up_live_and_quarantine_is_replayed_exactly_once
     assert len(landed) == 1
     assert (landed[0]["_hub_partition"], landed[0]["_hub_offset"]) == stray[0]
     assert landed[0]["qty"] == 7 and landed[0]["ratio"] == 0.0
-    assert _count(spark, table) == 31
+    assert live_count(spark, table) == 31
     [left] = spark.table(quarantine).collect()
     assert left["_hub_reason_code"] == "NOT_CONFLUENT_FRAMED" and left["_hub_attempts"] == 4
 
@@ -181,9 +188,3 @@ def _run_once(spark: SparkSession, settings: LoaderSettings, kafka: KafkaSetting
     query = BronzeLoader(spark, settings, kafka).start(available_now=True)
     query.awaitTermination(300)
     assert query.exception() is None
-
-
-def _count(spark: SparkSession, table: str) -> int:
-    if not spark.catalog.tableExists(table):
-        return 0
-    return spark.table(table).count()

@@ -28,6 +28,7 @@ from spark_loaders.bronze import BronzeLoader
 from spark_loaders.lifecycle import stop_between_batches
 from spark_loaders.settings import LoaderSettings
 from tests.support.hub_client import create_feed, publish, unique_topic
+from tests.support.loader import live_count
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
@@ -100,12 +101,6 @@ def _analyst_env(settings: LoaderSettings) -> dict[str, str]:
     }
 
 
-def _count(spark: SparkSession, table: str) -> int:
-    if not spark.catalog.tableExists(table):
-        return 0
-    return int(spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0])
-
-
 @pytest.fixture
 def analyst_server(landing: Landing, tmp_path: Path) -> Iterator[int]:
     """`hub analyst serve` on a free port, in its own process; yields the port."""
@@ -140,12 +135,12 @@ def analyst_server(landing: Landing, tmp_path: Path) -> Iterator[int]:
 def _wait_for_rows(spark: SparkSession, table: str, count: int) -> None:
     """Wait until the loader has landed `count` rows in `table` (as this session reads it)."""
     wait_until(
-        lambda: _count(spark, table) >= count,
+        lambda: live_count(spark, table) >= count,
         timeout_s=240,
         interval_s=1.0,
         what=f"the loader to land {count} rows in {table}",
     )
-    assert _count(spark, table) == count
+    assert live_count(spark, table) == count
 
 
 def _thrift_rows(port: int, statement: str) -> list[tuple[Any, ...]]:
@@ -174,7 +169,7 @@ def _thrift_count(port: int, table: str) -> int:
 def test_the_thrift_server_returns_the_rows_the_running_loader_lands(
     landing: Landing, analyst_server: int, spark: SparkSession
 ) -> None:
-    before = _count(spark, landing.table)
+    before = live_count(spark, landing.table)
     sent = landing.publish_views(40)
     _wait_for_rows(spark, landing.table, before + 40)
     assert _thrift_count(analyst_server, landing.table) == before + 40
@@ -199,7 +194,7 @@ def test_the_thrift_server_returns_the_rows_the_running_loader_lands(
 def test_hub_sql_reads_a_table_while_the_loader_keeps_landing(
     landing: Landing, spark: SparkSession
 ) -> None:
-    before = _count(spark, landing.table)
+    before = live_count(spark, landing.table)
     landing.publish_views(10)
     _wait_for_rows(spark, landing.table, before + 10)
 

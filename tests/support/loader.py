@@ -8,6 +8,8 @@ from typing import Any
 import fastavro
 import httpx
 from confluent_kafka import Producer
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
 
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.settings import KafkaSettings
@@ -86,3 +88,20 @@ def own_loader_settings(base: LoaderSettings, home: Path, topic_pattern: str) ->
             "schema_refresh_seconds": 0.0,
         }
     )
+
+
+def live_count(spark: SparkSession, table: str) -> int:
+    """Rows in `table` as this session reads it now, 0 before the loader has created it.
+
+    A running loader may change the table's schema (type widening) between this query's
+    analysis and its execution; Delta then refuses the query, and it is asked again.
+    """
+    for _ in range(5):
+        if not spark.catalog.tableExists(table):
+            return 0
+        try:
+            return int(spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0])
+        except AnalysisException as error:
+            if "DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS" not in f"{error.getCondition()} {error}":
+                raise
+    raise AssertionError(f"{table} kept changing its schema while being counted")
