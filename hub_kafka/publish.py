@@ -194,7 +194,8 @@ class Publisher:
         lost) is recognisable downstream.
         """
         codecs = self.codecs(feed, schema_version)
-        batch = _Batch(records, codecs, on_error, idempotency_key)
+        # An atomic batch with an invalid record publishes nothing, dead letters included.
+        batch = _Batch(records, codecs, OnError.REJECT if atomic else on_error, idempotency_key)
         if atomic:
             return codecs.outcome(self._publish_atomically(codecs.values.topic, batch.prepared))
         reports = self._producer.produce_encoded(batch.items) if batch.items else []

@@ -10,8 +10,14 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from spark_loaders.settings import LoaderSettings
+    from tests.support.connect import ConnectHub
+    from tests.support.loader import LoaderTopic
 
 REPO = Path(__file__).resolve().parents[1]
 JARS = Path(os.environ.get("HUB_HOME", REPO / ".hub")) / "jars"
@@ -133,6 +139,16 @@ def team_key(api_url: str, api_database: str) -> Callable[[str], str]:
 
 
 @pytest.fixture(scope="session")
+def connect_hub(
+    api_url: str, api_database: str, kafka_bootstrap: str, team_key: Callable[[str], str]
+) -> "ConnectHub":
+    """The session's hub as connectors use it (see tests/support/connect.py)."""
+    from tests.support.connect import ConnectHub
+
+    return ConnectHub(api_url, api_database, kafka_bootstrap, team_key)
+
+
+@pytest.fixture(scope="session")
 def metastore_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The session's local metastore server (Derby), shared by every Spark process."""
     from spark_loaders.metastore import MetastoreServer
@@ -185,3 +201,28 @@ def spark(loader_settings):  # type: ignore[no-untyped-def]
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture
+def loader_topic(
+    api_url: str,
+    admin_key: str,
+    kafka_bootstrap: str,
+    loader_settings: "LoaderSettings",
+    tmp_path: Path,
+) -> Callable[..., "LoaderTopic"]:
+    """Makes a new topic `<domain>.t<random>` with a loader of its own (`LoaderTopic`)."""
+    from tests.support.loader import LoaderTopic
+
+    def new(domain: str, *, partitions: int = 2) -> LoaderTopic:
+        return LoaderTopic.create(
+            domain,
+            partitions=partitions,
+            base=loader_settings,
+            home=tmp_path,
+            api_url=api_url,
+            admin_key=admin_key,
+            bootstrap=kafka_bootstrap,
+        )
+
+    return new

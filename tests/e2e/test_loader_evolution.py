@@ -1,26 +1,15 @@
 """Live schema evolution, quarantine with reasons, and replay, through the running bronze loader."""
 
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
-from hub_kafka.settings import KafkaSettings
 from spark_loaders.bronze import BronzeLoader
 from spark_loaders.lifecycle import stop_between_batches
 from spark_loaders.replay import replay
-from spark_loaders.settings import LoaderSettings
-from tests.support.hub_client import unique_topic
-from tests.support.loader import (
-    create_topic,
-    encode,
-    live_count,
-    own_loader_settings,
-    produce,
-    produce_avro,
-    register,
-)
+from tests.support.loader import LoaderTopic, encode, live_count, produce
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -70,27 +59,17 @@ V3 = {
 
 
 def test_new_versions_are_picked_up_live_and_quarantine_is_replayed_exactly_once(
-    api_url: str,
-    admin_key: str,
-    kafka_bootstrap: str,
-    spark: SparkSession,
-    loader_settings: LoaderSettings,
-    tmp_path: Path,
+    spark: SparkSession, loader_topic: Callable[..., LoaderTopic]
 ) -> None:
-    topic = unique_topic("evo")
-    subject = f"{topic}-value"
-    table = f"bronze.{topic.replace('.', '_')}"
-    quarantine = f"quarantine.{topic.replace('.', '_')}"
-    create_topic(kafka_bootstrap, topic)
-    settings = own_loader_settings(loader_settings, tmp_path, topic.replace(".", "\\."))
-    v1 = register(api_url, admin_key, subject, V1)
+    evo = loader_topic("evo")
+    topic, table, quarantine, settings = evo.name, evo.table, evo.quarantine, evo.settings
+    v1 = evo.register(V1)
     first = [{"order_id": f"a{i}", "qty": i, "ratio": 2 * i} for i in range(20)]
-    produce_avro(kafka_bootstrap, topic, v1, V1, first)
-    unframed = produce(kafka_bootstrap, topic, [b"not avro at all"])[0]
-    stray_id = register(api_url, admin_key, f"{topic}.stray-value", STRAY)
+    evo.produce(v1, V1, first)
+    unframed = produce(evo.kafka.bootstrap_servers, topic, [b"not avro at all"])[0]
+    stray_id = evo.register(STRAY, subject=f"{topic}.stray-value")
 
-    loader = BronzeLoader(spark, settings, KafkaSettings(bootstrap_servers=kafka_bootstrap))
-    query = loader.start()
+    query = BronzeLoader(spark, settings, evo.kafka).start()
     try:
         wait_until(
             lambda: live_count(spark, table) == 20, timeout_s=120, what="v1 records in bronze"
@@ -98,15 +77,13 @@ def test_new_versions_are_picked_up_live_and_quarantine_is_replayed_exactly_once
         assert dict(spark.table(table).dtypes)["qty"] == "int"
 
         # A new version is registered while the stream runs: no restart.
-        v2 = register(api_url, admin_key, subject, V2)
+        v2 = evo.register(V2)
         second = [
             {"order_id": f"b{i}", "qty": 2**40 + i, "ratio": i + 0.5, "channel": "web"}
             for i in range(10)
         ]
-        produce_avro(kafka_bootstrap, topic, v2, V2, second)
-        stray = produce_avro(
-            kafka_bootstrap, topic, stray_id, STRAY, [{"order_id": "s1", "qty": 7}]
-        )
+        evo.produce(v2, V2, second)
+        stray = evo.produce(stray_id, STRAY, [{"order_id": "s1", "qty": 7}])
         wait_until(
             lambda: live_count(spark, table) == 30, timeout_s=120, what="v2 records in bronze"
         )
@@ -140,7 +117,7 @@ def test_new_versions_are_picked_up_live_and_quarantine_is_replayed_exactly_once
     result = replay(spark, settings, topic)
     assert (result.examined, result.landed) == (2, 0)
 
-    register(api_url, admin_key, subject, V3)
+    evo.register(V3)
     for _ in range(2):  # running it twice lands the record once
         replay(spark, settings, topic)
     landed = spark.table(table).where("order_id = 's1'").collect()
@@ -153,38 +130,23 @@ def test_new_versions_are_picked_up_live_and_quarantine_is_replayed_exactly_once
 
 
 def test_a_type_change_delta_cannot_apply_is_quarantined_not_fatal(
-    api_url: str,
-    admin_key: str,
-    kafka_bootstrap: str,
-    spark: SparkSession,
-    loader_settings: LoaderSettings,
-    tmp_path: Path,
+    spark: SparkSession, loader_topic: Callable[..., LoaderTopic]
 ) -> None:
-    topic = unique_topic("evo")
-    subject = f"{topic}-value"
-    create_topic(kafka_bootstrap, topic, partitions=1)
-    settings = own_loader_settings(loader_settings, tmp_path, topic.replace(".", "\\."))
-    kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap)
-    v1 = register(api_url, admin_key, subject, V1)
-    produce_avro(kafka_bootstrap, topic, v1, V1, [{"order_id": "a", "qty": 1, "ratio": 1}])
-    _run_once(spark, settings, kafka)
+    evo = loader_topic("evo", partitions=1)
+    v1 = evo.register(V1)
+    evo.produce(v1, V1, [{"order_id": "a", "qty": 1, "ratio": 1}])
+    evo.land(spark)
     # int -> float is an Avro promotion (the registry accepts it) that Delta cannot widen.
     as_float = orders(qty="float")
-    v2 = register(api_url, admin_key, subject, as_float)
-    produce_avro(kafka_bootstrap, topic, v2, as_float, [{"order_id": "b", "qty": 2.5, "ratio": 2}])
-    _run_once(spark, settings, kafka)
+    v2 = evo.register(as_float)
+    evo.produce(v2, as_float, [{"order_id": "b", "qty": 2.5, "ratio": 2}])
+    evo.land(spark)
 
-    table = f"bronze.{topic.replace('.', '_')}"
+    table = evo.table
     assert [r["order_id"] for r in spark.table(table).collect()] == ["a"]
-    [held] = spark.table(f"quarantine.{topic.replace('.', '_')}").collect()
+    [held] = spark.table(evo.quarantine).collect()
     assert held["_hub_reason_code"] == "TYPE_CHANGE_UNSUPPORTED"
     assert "qty int -> float" in held["_hub_reason"]
     assert bytes(held["_hub_value"])[5:] == encode(
         as_float, {"order_id": "b", "qty": 2.5, "ratio": 2}
     )
-
-
-def _run_once(spark: SparkSession, settings: LoaderSettings, kafka: KafkaSettings) -> None:
-    query = BronzeLoader(spark, settings, kafka).start(available_now=True)
-    query.awaitTermination(300)
-    assert query.exception() is None

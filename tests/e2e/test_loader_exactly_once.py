@@ -12,17 +12,15 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from hub_kafka.settings import KafkaSettings
-from spark_loaders.bronze import BronzeLoader
-from spark_loaders.settings import LoaderSettings
 from tests.conftest import JARS, REPO
 from tests.support.hub_client import unique_topic
-from tests.support.loader import create_topic, own_loader_settings, produce_avro, register
+from tests.support.loader import LoaderTopic, create_topic, produce_avro, register
 
 pytestmark = pytest.mark.e2e
 
@@ -84,28 +82,17 @@ def test_killed_and_restarted_loader_lands_each_record_exactly_once(
 
 
 def test_a_reset_checkpoint_lands_the_topic_again_instead_of_skipping_it(
-    api_url: str,
-    admin_key: str,
-    kafka_bootstrap: str,
-    spark: SparkSession,
-    loader_settings: LoaderSettings,
-    tmp_path: Path,
+    spark: SparkSession, loader_topic: Callable[..., LoaderTopic]
 ) -> None:
-    topic = unique_topic("reset")
-    create_topic(kafka_bootstrap, topic, partitions=1)
-    schema_id = register(api_url, admin_key, f"{topic}-value", SCHEMA)
-    settings = own_loader_settings(loader_settings, tmp_path, topic.replace(".", "\\."))
-    kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap)
-    values = [{"n": n, "tag": "x"} for n in range(30)]
-    produce_avro(kafka_bootstrap, topic, schema_id, SCHEMA, values)
-    table = f"bronze.{topic.replace('.', '_')}"
+    reset = loader_topic("reset", partitions=1)
+    schema_id = reset.register(SCHEMA)
+    reset.produce(schema_id, SCHEMA, [{"n": n, "tag": "x"} for n in range(30)])
     for _ in range(2):
-        query = BronzeLoader(spark, settings, kafka).start(available_now=True)
-        query.awaitTermination(300)
-        assert query.exception() is None
+        reset.land(spark)
         # The operator resets the checkpoint: batch ids restart at 0.
-        for path in sorted(settings.checkpoint_dir.glob("hub-bronze*")):
+        for path in sorted(reset.settings.checkpoint_dir.glob("hub-bronze*")):
             subprocess.run(["rm", "-rf", str(path)], check=True)
+    table = reset.table
     counts = spark.sql(f"SELECT _hub_offset, count(*) AS c FROM {table} GROUP BY 1").collect()
     assert sorted((r["_hub_offset"], r["c"]) for r in counts) == [(n, 2) for n in range(30)]
 

@@ -1,17 +1,13 @@
 """Reprocessing: a bronze table rebuilt from Kafka into a new location and swapped in by the
 running loader, which keeps landing records exactly once afterwards."""
 
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from pyspark.sql import SparkSession
 
-from hub_kafka.settings import KafkaSettings
-from spark_loaders.bronze import BronzeLoader
 from spark_loaders.reprocess import SwapRequests, build
-from spark_loaders.settings import LoaderSettings
-from tests.support.hub_client import unique_topic
-from tests.support.loader import create_topic, own_loader_settings, produce_avro, register
+from tests.support.loader import LoaderTopic
 
 pytestmark = pytest.mark.e2e
 
@@ -23,27 +19,17 @@ SCHEMA = {
 
 
 def test_rebuild_swaps_in_atomically_and_keeps_what_the_stream_landed_meanwhile(
-    api_url: str,
-    admin_key: str,
-    kafka_bootstrap: str,
-    spark: SparkSession,
-    loader_settings: LoaderSettings,
-    tmp_path: Path,
+    spark: SparkSession, loader_topic: Callable[..., LoaderTopic]
 ) -> None:
-    topic = unique_topic("rebuild")
-    table = f"bronze.{topic.replace('.', '_')}"
-    create_topic(kafka_bootstrap, topic, partitions=2)
-    schema_id = register(api_url, admin_key, f"{topic}-value", SCHEMA)
-    settings = own_loader_settings(loader_settings, tmp_path, topic.replace(".", "\\."))
-    kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap)
+    rebuilt = loader_topic("rebuild")
+    table, settings = rebuilt.table, rebuilt.settings
+    schema_id = rebuilt.register(SCHEMA)
 
     def publish(numbers: range) -> None:
-        produce_avro(kafka_bootstrap, topic, schema_id, SCHEMA, [{"n": n} for n in numbers])
+        rebuilt.produce(schema_id, SCHEMA, [{"n": n} for n in numbers])
 
     def land() -> None:
-        query = BronzeLoader(spark, settings, kafka).start(available_now=True)
-        query.awaitTermination(300)
-        assert query.exception() is None
+        rebuilt.land(spark)
 
     def location() -> str:
         return str(spark.sql(f"DESCRIBE DETAIL {table}").first()["location"])  # type: ignore[index]
@@ -52,7 +38,7 @@ def test_rebuild_swaps_in_atomically_and_keeps_what_the_stream_landed_meanwhile(
     land()
     old = location()
 
-    result = build(spark, settings, kafka, topic)
+    result = build(spark, settings, rebuilt.kafka, rebuilt.name)
     assert result.request.rows == 40
     assert location() == old  # the old table keeps serving while the rebuild waits
 

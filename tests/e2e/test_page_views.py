@@ -10,9 +10,9 @@ from pyspark.sql import SparkSession
 
 from hub_cli import demo
 from hub_kafka.settings import KafkaSettings
-from spark_loaders.bronze import BronzeLoader
 from spark_loaders.settings import LoaderSettings
 from tests.support.hub_client import create_feed, publish
+from tests.support.loader import land_once
 
 pytestmark = pytest.mark.e2e
 
@@ -46,9 +46,7 @@ def test_published_page_views_land_in_bronze_exactly_once_with_equal_values(
             offsets[value["view_id"]] = (result["partition"], result["offset"])
 
     kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap)
-    query = BronzeLoader(spark, loader_settings, kafka).start(available_now=True)
-    query.awaitTermination(300)
-    assert query.exception() is None
+    land_once(spark, loader_settings, kafka)
 
     rows = spark.sql(
         """

@@ -13,10 +13,10 @@ from pyspark.sql import SparkSession
 from hub_cli import demo
 from hub_kafka.settings import KafkaSettings
 from hub_kafka.topics import TopicName, table_suffix
-from spark_loaders.bronze import BronzeLoader
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.warehouse import build_model
 from tests.support.hub_client import create_feed, publish, unique_topic
+from tests.support.loader import land_once
 
 pytestmark = pytest.mark.e2e
 
@@ -79,9 +79,7 @@ def test_demo_feeds_build_a_star_schema_with_a_late_customer(
 
     def land_and_build() -> None:
         kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap)
-        query = BronzeLoader(spark, loader_settings, kafka).start(available_now=True)
-        query.awaitTermination(600)
-        assert query.exception() is None
+        land_once(spark, loader_settings, kafka)
         build_model(spark, loader_settings, model)
 
     product = {"sku": "ESP-100", "name": "Espresso machine", "category": "coffee",

@@ -1,6 +1,5 @@
 """The JDBC polling source on real PostgreSQL and SQLite: each mode, polls, restarts."""
 
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -22,8 +21,7 @@ from sqlalchemy import (
     update,
 )
 
-from tests.support.connect import running_worker, stored_offsets, write_config
-from tests.support.kafka import read_avro
+from tests.support.connect import ConnectHub, Connector, connector_file
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -60,20 +58,19 @@ def _insert(engine: Engine, table: Table, *ids: int, at: datetime | None = None)
         )
 
 
-def _connector(tmp_path: Path, url: str, mode: str, **source: Any) -> tuple[str, str, Path]:
-    name = f"jdbc-{uuid.uuid4().hex[:8]}"
-    prefix = f"erp.{name.replace('-', '_')}"
+def _connector(tmp_path: Path, url: str, mode: str, **source: Any) -> Connector:
+    """A connector polling table `orders` into `<its prefix>.orders` (the `topic` here)."""
     columns = {}
     if "incrementing" in mode:
         columns["incrementing_column"] = "id"
     if "timestamp" in mode:
         columns["timestamp_column"] = "updated_at"
-    config = {
-        "name": name,
-        "type": "jdbc",
-        "owner": "erp",
-        "topic_prefix": prefix,
-        "source": {
+    connector = connector_file(
+        tmp_path,
+        kind="jdbc",
+        owner="erp",
+        prefixed=True,
+        source={
             "url": url,
             "mode": mode,
             "tables": ["orders"],
@@ -81,41 +78,37 @@ def _connector(tmp_path: Path, url: str, mode: str, **source: Any) -> tuple[str,
             **columns,
             **source,
         },
-    }
-    return name, f"{prefix}.orders", write_config(tmp_path / f"{name}.yaml", config)
+    )
+    return Connector(connector.name, f"{connector.topic}.orders", connector.file)
 
 
-def _position(bootstrap: str, name: str) -> dict[str, Any]:
-    return stored_offsets(bootstrap, name).get(str(sorted({"table": "orders"}.items())), {})
+def _reached(hub: ConnectHub, name: str, **expected: Any) -> Callable[[], bool]:
+    """True once connector `name` has committed `expected` as its position in `orders`."""
 
+    def check() -> bool:
+        position = hub.offsets(name).get(str(sorted({"table": "orders"}.items())), {})
+        return all(position.get(k) == v for k, v in expected.items())
 
-def _reached(bootstrap: str, name: str, **expected: Any) -> Callable[[], bool]:
-    return lambda: all(_position(bootstrap, name).get(k) == v for k, v in expected.items())
+    return check
 
 
 @pytest.mark.parametrize("mode", ["incrementing", "timestamp", "timestamp+incrementing"])
 def test_polls_resume_after_restart_without_gaps_or_duplicates(
-    mode: str,
-    database_url: str,
-    tmp_path: Path,
-    api_url: str,
-    api_database: str,
-    kafka_bootstrap: str,
-    team_key: Callable[[str], str],
+    mode: str, database_url: str, tmp_path: Path, connect_hub: ConnectHub
 ) -> None:
-    team_key("erp")
+    connect_hub.team_key("erp")
     engine = create_engine(database_url)
     table = _orders(engine)
     _insert(engine, table, 1, 2, 3)
-    name, topic, config = _connector(tmp_path, database_url, mode, batch_size=2)
+    connector = _connector(tmp_path, database_url, mode, batch_size=2)
     moved = T0 + timedelta(minutes=5, seconds=30)
 
     def reached(row: int, at: datetime) -> Callable[[], bool]:
         if mode == "incrementing":
-            return _reached(kafka_bootstrap, name, id=row)
-        return _reached(kafka_bootstrap, name, ts=at.isoformat())
+            return _reached(connect_hub, connector.name, id=row)
+        return _reached(connect_hub, connector.name, ts=at.isoformat())
 
-    with running_worker([config], database_url=api_database, bootstrap=kafka_bootstrap):
+    with connect_hub.worker(connector.file):
         wait_until(reached(3, T0 + timedelta(minutes=3)), timeout_s=60, what="the first rows")
         _insert(engine, table, 4, 5)
         with engine.begin() as conn:  # an update: seen by the timestamp modes only
@@ -124,7 +117,7 @@ def test_polls_resume_after_restart_without_gaps_or_duplicates(
             )
         wait_until(reached(5, moved), timeout_s=60, what="the next poll")
     _insert(engine, table, 6, 7)
-    with running_worker([config], database_url=api_database, bootstrap=kafka_bootstrap):
+    with connect_hub.worker(connector.file):
         wait_until(
             reached(7, T0 + timedelta(minutes=7)), timeout_s=60, what="rows added while down"
         )
@@ -133,7 +126,7 @@ def test_polls_resume_after_restart_without_gaps_or_duplicates(
     rows = [(1, "c1"), (2, "c2"), (3, "c3"), (4, "c4"), (5, "c5")]
     updates = [] if mode == "incrementing" else [(1, "c1-moved")]
     expected = rows + updates + [(6, "c6"), (7, "c7")]
-    records = read_avro(api_url, kafka_bootstrap, topic, expected=len(expected))
+    records = connect_hub.records(connector.topic, expected=len(expected))
     assert [(v["id"], v["customer"]) for _k, v in records] == expected
     first = records[0][1]
     assert first["amount"] == Decimal("1.50")
@@ -142,97 +135,75 @@ def test_polls_resume_after_restart_without_gaps_or_duplicates(
 
 @pytest.mark.parametrize("mode", ["timestamp", "timestamp+incrementing"])
 def test_rows_sharing_a_timestamp_are_never_split_or_skipped(
-    mode: str,
-    database_url: str,
-    tmp_path: Path,
-    api_url: str,
-    api_database: str,
-    kafka_bootstrap: str,
-    team_key: Callable[[str], str],
+    mode: str, database_url: str, tmp_path: Path, connect_hub: ConnectHub
 ) -> None:
-    team_key("erp")
+    connect_hub.team_key("erp")
     engine = create_engine(database_url)
     table = _orders(engine)
     _insert(engine, table, 1, 2, 3, 4, 5, at=T0)
     # Within the delay: not read yet, as a row whose transaction may still commit late.
     _insert(engine, table, 6, at=datetime.now(UTC).replace(tzinfo=None))
-    name, topic, config = _connector(
-        tmp_path, database_url, mode, batch_size=2, timestamp_delay_seconds=3600
-    )
-    with running_worker([config], database_url=api_database, bootstrap=kafka_bootstrap):
+    connector = _connector(tmp_path, database_url, mode, batch_size=2, timestamp_delay_seconds=3600)
+    with connect_hub.worker(connector.file):
         wait_until(
-            _reached(kafka_bootstrap, name, ts=T0.isoformat(), id=5)
+            _reached(connect_hub, connector.name, ts=T0.isoformat(), id=5)
             if mode == "timestamp+incrementing"
-            else _reached(kafka_bootstrap, name, ts=T0.isoformat()),
+            else _reached(connect_hub, connector.name, ts=T0.isoformat()),
             timeout_s=60,
             what="the tied rows",
         )
     engine.dispose()
 
-    records = read_avro(api_url, kafka_bootstrap, topic, expected=5)
+    records = connect_hub.records(connector.topic, expected=5)
     assert sorted(v["id"] for _k, v in records) == [1, 2, 3, 4, 5]
 
 
 def test_a_failing_source_is_reported_failed_with_its_error(
-    tmp_path: Path,
-    api_database: str,
-    kafka_bootstrap: str,
-    team_key: Callable[[str], str],
+    tmp_path: Path, connect_hub: ConnectHub
 ) -> None:
-    team_key("erp")
+    connect_hub.team_key("erp")
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     create_engine(url).connect().close()
-    name, _topic, config = _connector(tmp_path, url, "incrementing")
-    with running_worker([config], database_url=api_database, bootstrap=kafka_bootstrap) as worker:
+    connector = _connector(tmp_path, url, "incrementing")
+    with connect_hub.worker(connector.file) as worker:
 
         def failed() -> bool:
-            return worker.status(name) == "FAILED"
+            return worker.status(connector.name) == "FAILED"
 
         wait_until(failed, timeout_s=60, what="FAILED")
-        trace = worker.task(name).status.trace
+        trace = worker.task(connector.name).status.trace
     assert trace is not None
     assert "table 'orders' does not exist" in trace
 
 
 def test_a_custom_query_is_polled_into_its_topic(
-    database_url: str,
-    tmp_path: Path,
-    api_url: str,
-    api_database: str,
-    kafka_bootstrap: str,
-    team_key: Callable[[str], str],
+    database_url: str, tmp_path: Path, connect_hub: ConnectHub
 ) -> None:
-    team_key("erp")
+    connect_hub.team_key("erp")
     engine = create_engine(database_url)
     table = _orders(engine)
     _insert(engine, table, 1, 2, 3)
-    name = f"jdbc-{uuid.uuid4().hex[:8]}"
-    topic = f"erp.{name.replace('-', '_')}"
-    config = write_config(
-        tmp_path / "query.yaml",
-        {
-            "name": name,
-            "type": "jdbc",
-            "owner": "erp",
-            "topic": topic,
-            "source": {
-                "url": database_url,
-                "mode": "incrementing",
-                "query": "SELECT id, customer FROM orders WHERE id <> 2",
-                "incrementing_column": "id",
-                "key_columns": ["id"],
-                "poll_seconds": 0.2,
-            },
+    connector = connector_file(
+        tmp_path,
+        kind="jdbc",
+        owner="erp",
+        source={
+            "url": database_url,
+            "mode": "incrementing",
+            "query": "SELECT id, customer FROM orders WHERE id <> 2",
+            "incrementing_column": "id",
+            "key_columns": ["id"],
+            "poll_seconds": 0.2,
         },
     )
-    with running_worker([config], database_url=api_database, bootstrap=kafka_bootstrap):
-        partition = str(sorted({"query": name}.items()))
+    with connect_hub.worker(connector.file):
+        partition = str(sorted({"query": connector.name}.items()))
         wait_until(
-            lambda: stored_offsets(kafka_bootstrap, name).get(partition) == {"id": 3},
+            lambda: connect_hub.offsets(connector.name).get(partition) == {"id": 3},
             timeout_s=60,
             what="the query's rows",
         )
     engine.dispose()
 
-    records = read_avro(api_url, kafka_bootstrap, topic, expected=2)
+    records = connect_hub.records(connector.topic, expected=2)
     assert [v for _k, v in records] == [{"id": 1, "customer": "c1"}, {"id": 3, "customer": "c3"}]

@@ -116,12 +116,14 @@ def test_atomic_batches_publish_all_or_nothing(
     refused = publish(
         api_url, key, topic,
         [{"value": _reading(1)}, {"value": {**_reading(2), "celsius": "warm"}}],
-        atomic="true",
+        atomic="true", on_error="dlq",
     )  # fmt: skip
     assert refused.status_code == 422
     first, second = refused.json()["results"]
     assert first["error_code"] == 42225 and "atomic" in first["message"]
-    assert second["error_code"] == 42220
+    assert second["error_code"] == 42220 and not second.get("dead_lettered")
+    ends = _end_offsets(kafka_bootstrap, topic) + _end_offsets(kafka_bootstrap, f"{topic}.dlq")
+    assert set(ends) == {0}  # neither the records nor a dead letter were written
 
     accepted = publish(
         api_url, key, topic, [{"value": _reading(n)} for n in range(5)], atomic="true"
@@ -132,6 +134,19 @@ def test_atomic_batches_publish_all_or_nothing(
     assert sorted(json.loads(json.dumps(c)) for c in committed) == sorted(
         [r["partition"], r["offset"]] for r in accepted.json()["results"]
     )
+
+
+def _end_offsets(bootstrap: str, topic: str) -> list[int]:
+    """The end offset of each of `topic`'s partitions: 0 where nothing was ever written."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"end-{uuid.uuid4()}"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        return [
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in sorted(partitions)
+        ]
+    finally:
+        consumer.close()
 
 
 def _read_committed(bootstrap: str, topic: str) -> list[list[int]]:

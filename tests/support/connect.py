@@ -1,8 +1,10 @@
 """Running connectors in tests: a worker in a background thread, and its stored offsets."""
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +17,58 @@ from connectors.worker import Worker, connect_services
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.settings import KafkaSettings
 from registry.settings import RegistrySettings
+from tests.support.kafka import read_avro
 
 
 def write_config(path: Path, config: dict[str, Any]) -> Path:
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+@dataclass(frozen=True, slots=True)
+class Connector:
+    name: str
+    topic: str
+    file: Path
+
+
+def connector_file(
+    folder: Path, *, kind: str, owner: str, source: dict[str, Any], prefixed: bool = False
+) -> Connector:
+    """A configuration file for a connector with a fresh name, writing to `<owner>.<name>`
+    (with `prefixed`, to topics under that prefix, one per table)."""
+    name = f"{kind}-{uuid.uuid4().hex[:8]}"
+    topic = f"{owner}.{name.replace('-', '_')}"
+    config = {
+        "name": name,
+        "type": kind,
+        "owner": owner,
+        "topic_prefix" if prefixed else "topic": topic,
+        "source": source,
+    }
+    return Connector(name, topic, write_config(folder / f"{name}.yaml", config))
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectHub:
+    """The session's hub as a connector test uses it: its database, Kafka and registry."""
+
+    api_url: str
+    database_url: str
+    bootstrap: str
+    team_key: Callable[[str], str]
+
+    def worker(self, *files: Path) -> AbstractContextManager[Worker]:
+        """A worker running the connectors of `files` until the block ends."""
+        return running_worker(list(files), database_url=self.database_url, bootstrap=self.bootstrap)
+
+    def records(self, topic: str, *, expected: int) -> list[tuple[Any, Any]]:
+        """(key, value) of `topic`'s records, Avro-decoded through the registry."""
+        return read_avro(self.api_url, self.bootstrap, topic, expected=expected)
+
+    def offsets(self, name: str) -> dict[str, Any]:
+        """The committed positions of connector `name`, by source partition."""
+        return stored_offsets(self.bootstrap, name)
 
 
 @contextmanager

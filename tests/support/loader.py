@@ -2,6 +2,7 @@
 
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,9 @@ from pyspark.sql import SparkSession
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.settings import KafkaSettings
 from registry.wire import frame
+from spark_loaders.bronze import BronzeLoader
 from spark_loaders.settings import LoaderSettings
-from tests.support.hub_client import bearer
+from tests.support.hub_client import bearer, unique_topic
 
 REGISTRY_MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -79,15 +81,66 @@ def produce_avro(
     return produce(bootstrap, topic, [frame(schema_id, encode(schema, v)) for v in values])  # type: ignore[arg-type]
 
 
-def own_loader_settings(base: LoaderSettings, home: Path, topic_pattern: str) -> LoaderSettings:
-    """Settings landing only `topic_pattern`, with checkpoints of their own."""
-    return base.model_copy(
-        update={
-            "checkpoint_dir": home / "checkpoints",
-            "topic_pattern": topic_pattern,
-            "schema_refresh_seconds": 0.0,
-        }
-    )
+def land_once(spark: SparkSession, settings: LoaderSettings, kafka: KafkaSettings) -> None:
+    """Run the bronze loader until it has landed what the topics hold now."""
+    query = BronzeLoader(spark, settings, kafka).start(available_now=True)
+    query.awaitTermination(600)
+    assert query.exception() is None
+
+
+@dataclass(frozen=True, slots=True)
+class LoaderTopic:
+    """A new topic, landed by a loader of its own (settings with their own checkpoints)."""
+
+    name: str
+    settings: LoaderSettings
+    kafka: KafkaSettings
+    api_url: str
+    admin_key: str
+
+    @classmethod
+    def create(
+        cls,
+        domain: str,
+        *,
+        partitions: int,
+        base: LoaderSettings,
+        home: Path,
+        api_url: str,
+        admin_key: str,
+        bootstrap: str,
+    ) -> "LoaderTopic":
+        name = unique_topic(domain)
+        create_topic(bootstrap, name, partitions=partitions)
+        # Only this topic, with checkpoints of its own, and schemas looked up at every batch.
+        settings = base.model_copy(
+            update={
+                "checkpoint_dir": home / "checkpoints",
+                "topic_pattern": name.replace(".", "\\."),
+                "schema_refresh_seconds": 0.0,
+            }
+        )
+        return cls(name, settings, KafkaSettings(bootstrap_servers=bootstrap), api_url, admin_key)
+
+    @property
+    def table(self) -> str:
+        return f"bronze.{self.name.replace('.', '_')}"
+
+    @property
+    def quarantine(self) -> str:
+        return f"quarantine.{self.name.replace('.', '_')}"
+
+    def register(self, schema: dict[str, Any], *, subject: str | None = None) -> int:
+        """Register `schema` under `subject` (default: the topic's value subject)."""
+        return register(self.api_url, self.admin_key, subject or f"{self.name}-value", schema)
+
+    def produce(
+        self, schema_id: int, schema: dict[str, Any], values: list[dict[str, Any]]
+    ) -> list[tuple[int, int]]:
+        return produce_avro(self.kafka.bootstrap_servers, self.name, schema_id, schema, values)
+
+    def land(self, spark: SparkSession) -> None:
+        land_once(spark, self.settings, self.kafka)
 
 
 def live_count(spark: SparkSession, table: str) -> int:

@@ -1,6 +1,8 @@
 """Background services found by their pid file: started, checked, stopped, and cleaned up."""
 
+import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,24 @@ pytestmark = pytest.mark.unit
 
 class StartFailed(Exception):
     pass
+
+
+def _wait(
+    service: BackgroundProcess,
+    ready: Callable[[], bool],
+    *,
+    process: subprocess.Popen[bytes] | None = None,
+    timeout_s: float = 30,
+) -> None:
+    service.wait_ready(
+        ready,
+        address="127.0.0.1:1",
+        logs="out.log",
+        error=StartFailed,
+        timeout_s=timeout_s,
+        interval_s=0.05,
+        process=process,
+    )
 
 
 def test_a_started_service_is_found_by_its_pid_file_and_stopped(tmp_path: Path) -> None:
@@ -32,15 +52,7 @@ def test_a_service_that_ignores_sigterm_is_killed(tmp_path: Path) -> None:
         "print('up', flush=True); time.sleep(60)"
     )
     process = service.start([sys.executable, "-c", ignores_term], output=tmp_path / "out.log")
-    service.wait_ready(
-        lambda: "up" in (tmp_path / "out.log").read_text(),
-        address="-",
-        logs="out.log",
-        error=StartFailed,
-        timeout_s=30,
-        interval_s=0.05,
-        process=process,
-    )
+    _wait(service, lambda: "up" in (tmp_path / "out.log").read_text(), process=process)
 
     assert service.stop(timeout_s=0.5)
     assert not process_alive(process.pid)
@@ -60,26 +72,11 @@ def test_a_service_that_exits_during_start_up_names_its_code_and_logs(tmp_path: 
     process = service.start(["sh", "-c", "exit 3"], output=tmp_path / "out.log")
 
     with pytest.raises(StartFailed, match=r"The broken server exited with code 3 .*see out\.log"):
-        service.wait_ready(
-            lambda: False,
-            address="127.0.0.1:1",
-            logs="out.log",
-            error=StartFailed,
-            timeout_s=30,
-            interval_s=0.05,
-            process=process,
-        )
+        _wait(service, lambda: False, process=process)
 
 
 def test_a_service_that_never_gets_ready_times_out(tmp_path: Path) -> None:
     service = BackgroundProcess("slow server", tmp_path / "slow.pid")
 
     with pytest.raises(StartFailed, match=r"slow server did not become ready on 127\.0\.0\.1:1"):
-        service.wait_ready(
-            lambda: port_open(1),
-            address="127.0.0.1:1",
-            logs="out.log",
-            error=StartFailed,
-            timeout_s=0.3,
-            interval_s=0.05,
-        )
+        _wait(service, lambda: port_open(1), timeout_s=0.3)
