@@ -4,7 +4,8 @@ They only read `app.state`, so they are `async`: FastAPI then runs them on the e
 instead of handing each to the thread pool, which costs more than the lookup itself.
 """
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
@@ -16,39 +17,19 @@ from hub_kafka.publish import Publisher
 from registry.service import RegistryService
 
 
-async def _registry(request: Request) -> RegistryService:
-    registry: RegistryService = request.app.state.registry
-    return registry
+def _from_state(attribute: str) -> Callable[[Request], Awaitable[Any]]:
+    """A dependency answering `app.state.<attribute>`, set up when the app was made."""
+
+    async def dependency(request: Request) -> Any:
+        return getattr(request.app.state, attribute)
+
+    dependency.__name__ = f"app_state_{attribute}"
+    return dependency
 
 
-async def _publisher(request: Request) -> Publisher:
-    publisher: Publisher = request.app.state.publisher
-    return publisher
-
-
-async def _feeds(request: Request) -> FeedService:
-    feeds: FeedService = request.app.state.feeds
-    return feeds
-
-
-async def _idempotency(request: Request) -> IdempotencyStore:
-    store: IdempotencyStore = request.app.state.idempotency
-    return store
-
-
-async def _metrics(request: Request) -> HubMetrics:
-    metrics: HubMetrics = request.app.state.metrics
-    return metrics
-
-
-async def _settings(request: Request) -> ApiSettings:
-    settings: ApiSettings = request.app.state.api_settings
-    return settings
-
-
-Registry = Annotated[RegistryService, Depends(_registry)]
-PublisherDep = Annotated[Publisher, Depends(_publisher)]
-Feeds = Annotated[FeedService, Depends(_feeds)]
-Idempotency = Annotated[IdempotencyStore, Depends(_idempotency)]
-Settings = Annotated[ApiSettings, Depends(_settings)]
-Metrics = Annotated[HubMetrics, Depends(_metrics)]
+Registry = Annotated[RegistryService, Depends(_from_state("registry"))]
+PublisherDep = Annotated[Publisher, Depends(_from_state("publisher"))]
+Feeds = Annotated[FeedService, Depends(_from_state("feeds"))]
+Idempotency = Annotated[IdempotencyStore, Depends(_from_state("idempotency"))]
+Settings = Annotated[ApiSettings, Depends(_from_state("api_settings"))]
+Metrics = Annotated[HubMetrics, Depends(_from_state("metrics"))]
