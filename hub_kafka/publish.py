@@ -276,7 +276,7 @@ class Publisher:
 class _Batch:
     """A request's records, checked and encoded: what goes to Kafka, and how to answer each."""
 
-    __slots__ = ("items", "on_error", "prepared", "records")
+    __slots__ = ("items", "on_error", "prepared")
 
     def __init__(
         self,
@@ -285,7 +285,6 @@ class _Batch:
         on_error: OnError,
         idempotency_key: str | None,
     ) -> None:
-        self.records = records
         self.on_error = on_error
         self.prepared: list[_Prepared | HubError] = []
         for position, record in enumerate(records):

@@ -57,7 +57,7 @@ def direct_writer(schema: Any) -> Write | None:
         return None
 
 
-def write_long(out: bytearray, n: int) -> None:
+def _write_long(out: bytearray, n: int) -> None:
     """Zig-zag, then base-128 varint: Avro's int and long."""
     n = (n << 1) ^ (n >> 63)
     if n < 128:
@@ -143,7 +143,7 @@ def _integer(bounds: tuple[int, int]) -> Write:
     def integer(out: bytearray, value: Any) -> None:
         if type(value) is not int or not low <= value <= high:
             raise NotDirect
-        write_long(out, value)
+        _write_long(out, value)
 
     return integer
 
@@ -161,7 +161,7 @@ def _string(out: bytearray, value: Any) -> None:
         encoded = value.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: the general path says what is wrong
         raise NotDirect from None
-    write_long(out, len(encoded))
+    _write_long(out, len(encoded))
     out += encoded
 
 
@@ -182,7 +182,7 @@ def _enum(symbols: list[str]) -> Write:
         position = index.get(value) if type(value) is str else None
         if position is None:
             raise NotDirect
-        write_long(out, position)
+        _write_long(out, position)
 
     return enum
 
@@ -211,7 +211,7 @@ def _array(items: Write) -> Write:
         if type(value) is not list:
             raise NotDirect
         if value:
-            write_long(out, len(value))
+            _write_long(out, len(value))
             for item in value:
                 items(out, item)
         out += b"\x00"
@@ -224,7 +224,7 @@ def _map(values: Write) -> Write:
         if type(value) is not dict:
             raise NotDirect
         if value:
-            write_long(out, len(value))
+            _write_long(out, len(value))
             for key, item in value.items():
                 _string(out, key)
                 values(out, item)

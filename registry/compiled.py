@@ -25,7 +25,7 @@ from typing import Any
 import fastavro
 
 from registry.avro import AvroSchema, find_named, remember_named
-from registry.binary import NotDirect, direct_writer
+from registry.binary import NotDirect, Write, direct_writer
 from registry.cleaning import (
     ArrayNode,
     Change,
@@ -119,26 +119,30 @@ class CompiledSchema:
 
     def clean_encode(self, value: Any, schema_id: SchemaId) -> tuple[bytes, tuple[Change, ...]]:
         """As `clean_to_datum` then `encode`: the framed message and the changes cleaning made."""
-        if self._direct_cleaned is not None:
-            out = bytearray(_header(schema_id))
-            try:
-                self._direct_cleaned(out, value)
-                return bytes(out), ()
-            except NotDirect:
-                pass
+        message = _written_directly(self._direct_cleaned, value, schema_id)
+        if message is not None:
+            return message, ()
         datum, changes = self.clean_to_datum(value)
         return self.encode(datum, schema_id), changes
 
     def to_message(self, value: Any, schema_id: SchemaId) -> bytes:
         """As `to_datum` then `encode`, without cleaning: the framed message."""
-        if self._direct is not None:
-            out = bytearray(_header(schema_id))
-            try:
-                self._direct(out, value)
-                return bytes(out)
-            except NotDirect:
-                pass
+        message = _written_directly(self._direct, value, schema_id)
+        if message is not None:
+            return message
         return self.encode(self.to_datum(value), schema_id)
+
+
+def _written_directly(write: Write | None, value: Any, schema_id: SchemaId) -> bytes | None:
+    """The framed message by the direct writer, or None: no writer, or `value` not in shape."""
+    if write is None:
+        return None
+    out = bytearray(_header(schema_id))
+    try:
+        write(out, value)
+    except NotDirect:
+        return None
+    return bytes(out)
 
 
 def compiled(schema: AvroSchema) -> CompiledSchema:

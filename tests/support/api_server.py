@@ -15,10 +15,9 @@ from hub_api import ApiSettings, create_app
 from hub_kafka.settings import KafkaSettings
 from registry import migrate
 from registry.settings import RegistrySettings
+from tests.conftest import REPO
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @contextmanager

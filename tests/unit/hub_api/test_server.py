@@ -5,17 +5,15 @@ import json
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from hub_api.server import listening_socket
 from hub_api.settings import ApiSettings
+from tests.conftest import REPO
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.unit
-
-REPO = Path(__file__).resolve().parents[3]
 
 # In a process of its own: the settings change the interpreter they run in.
 _BUILD_APP = """

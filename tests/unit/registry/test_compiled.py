@@ -63,28 +63,23 @@ def plain_matches(value: Any, schema: AvroSchema) -> None:
 def messages_match(value: Any, schema: AvroSchema) -> None:
     """The direct writer's messages are the general path's: conversion, then fastavro."""
     converter = CompiledSchema(schema)
+    schema_id = SchemaId(7)
 
-    def general(to_datum: Callable[[], Any], changes: Any = ()) -> Outcome:
-        try:
-            return ("ok", converter.encode(to_datum(), SchemaId(7)), changes)
-        except HubError as exc:
-            return ("error", exc.code, exc.message, getattr(exc, "path", None))
-
-    try:
-        cleaned: Outcome = ("ok", *converter.clean_encode(value, SchemaId(7)))
-    except HubError as exc:
-        cleaned = ("error", exc.code, exc.message, getattr(exc, "path", None))
-    try:
+    def cleaned_generally() -> tuple[bytes, Any]:
         datum, changes = converter.clean_to_datum(value)
-        expected_cleaned = general(lambda: datum, changes)
-    except HubError as exc:
-        expected_cleaned = ("error", exc.code, exc.message, getattr(exc, "path", None))
-    assert cleaned == expected_cleaned
+        return converter.encode(datum, schema_id), changes
+
+    assert _answer(lambda: converter.clean_encode(value, schema_id)) == _answer(cleaned_generally)
+    assert _answer(lambda: (converter.to_message(value, schema_id), ())) == _answer(
+        lambda: (converter.encode(converter.to_datum(value), schema_id), ())
+    )
+
+
+def _answer(encode: Callable[[], tuple[bytes, Any]]) -> Outcome:
     try:
-        plain: Outcome = ("ok", converter.to_message(value, SchemaId(7)), ())
+        return ("ok", *encode())
     except HubError as exc:
-        plain = ("error", exc.code, exc.message, getattr(exc, "path", None))
-    assert plain == general(lambda: converter.to_datum(value))
+        return ("error", exc.code, exc.message, getattr(exc, "path", None))
 
 
 # -- schemas ------------------------------------------------------------------------------------
