@@ -33,11 +33,11 @@ sys.path.insert(0, str(REPO))
 
 from catalog.teams import TeamStore  # noqa: E402
 from catalog.types import TeamName  # noqa: E402
+from hub_core.database import create_database_engine  # noqa: E402
 from hub_kafka.admin import TopicAdmin  # noqa: E402
 from hub_kafka.local_broker import LocalBroker  # noqa: E402
 from hub_kafka.settings import KafkaSettings  # noqa: E402
-from registry import migrate  # noqa: E402
-from registry.store import create_store_engine  # noqa: E402
+from migrations import migrate  # noqa: E402
 from tests.support.ports import free_port  # noqa: E402
 from tests.support.postgres import TempPostgres  # noqa: E402
 
@@ -128,7 +128,7 @@ class Stack:
             self.broker.start()
             try:
                 migrate.upgrade(self.registry_url)
-                engine = create_store_engine(self.registry_url)
+                engine = create_database_engine(self.registry_url)
                 TeamStore(engine).register(name=TeamName("bench"))
                 engine.dispose()
                 yield self

@@ -37,9 +37,9 @@ from connectors.logfile.config import LogfileSource  # noqa: E402
 from connectors.logfile.formats import LineParser  # noqa: E402
 from connectors.settings import ConnectSettings  # noqa: E402
 from connectors.worker import ConnectServices, Worker, connect_services  # noqa: E402
-from hub_kafka.feeds import FeedSpec  # noqa: E402
-from hub_kafka.publish import IncomingRecord  # noqa: E402
 from hub_kafka.settings import KafkaSettings  # noqa: E402
+from publish.feeds import FeedSpec  # noqa: E402
+from publish.publisher import IncomingRecord  # noqa: E402
 from registry.settings import RegistrySettings  # noqa: E402
 
 LINE = (
@@ -140,16 +140,16 @@ def run_baseline(stack: Stack, run: int, records: int, settings: ConnectSettings
     services = _services(stack, settings)
     topic = f"bench.baseline{run}"
     schema = {"type": "record", "name": "LogLine", "fields": parser.avro_fields()}
-    services.feeds.create(
+    services.publish.feeds.create(
         FeedSpec(topic=topic, owner=TeamName("bench"), kind=FeedKind.EVENT,
                  value_schema=json.dumps(schema))
     )  # fmt: skip
-    feed = services.feeds.get(topic)
+    feed = services.publish.feeds.get(topic)
 
     def write() -> None:
         for start in range(0, records, 500):
             batch = [IncomingRecord(value=v) for v in values[start : start + 500]]
-            outcome = services.publisher.publish(feed, batch)
+            outcome = services.publish.publisher.publish(feed, batch)
             assert outcome.accepted == len(batch)
 
     try:

@@ -32,10 +32,10 @@ from bench.servers import (
 from catalog.errors import TeamExists
 from catalog.teams import TeamStore
 from catalog.types import TeamName
+from hub_core.database import create_database_engine
 from hub_kafka.local_broker import LocalBroker
 from hub_kafka.settings import KafkaSettings
-from registry import migrate
-from registry.store import create_store_engine
+from migrations import migrate
 
 REPO = Path(__file__).resolve().parents[1]
 TOPIC = "bench.readings"
@@ -127,7 +127,7 @@ def running_stack(*, workers: int = 1) -> Iterator[Stack]:
 
 
 def _register_team(database: str) -> None:
-    engine = create_store_engine(database)
+    engine = create_database_engine(database)
     try:
         with suppress(TeamExists):
             TeamStore(engine).register(name=TeamName(TEAM))

@@ -41,11 +41,11 @@ from hub_api.batches import load_json, plain_records
 from hub_api.server import create_server_app
 from hub_api.settings import AuthMode
 from hub_cli.logs import configure_logging
+from hub_core.naming import TopicName
 from hub_kafka import producer as producer_module
-from hub_kafka import publish as publish_module
-from hub_kafka.publish import OnError, Publisher, PublishOutcome, PublishResult
 from hub_kafka.settings import KafkaSettings
-from hub_kafka.topics import TopicName
+from publish import publisher as publish_module
+from publish.publisher import OnError, Publisher, PublishOutcome, PublishResult
 from registry.compiled import compiled
 from registry.settings import RegistrySettings
 from registry.types import Subject

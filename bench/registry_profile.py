@@ -123,7 +123,7 @@ async def _profile_all(url: str, requests: int, sql: SqlCounter) -> list[Endpoin
     import hub_api.app
     from hub_api import ApiSettings, create_app
     from hub_kafka.settings import KafkaSettings
-    from registry import migrate
+    from migrations import migrate
     from registry.settings import RegistrySettings
 
     migrate.upgrade(url)

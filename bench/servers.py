@@ -171,7 +171,7 @@ def api_server(
     Auth is off: the benchmarks measure the registry and the gateway, not key checks (which are
     cached per key anyway).
     """
-    from registry import migrate
+    from migrations import migrate
     from tests.support.api_server import spawn_api
 
     migrate.upgrade(database_url)

@@ -1,6 +1,6 @@
 """Errors of the catalog."""
 
-from registry.errors import ErrorCode, TerminalError
+from hub_core.errors import ErrorCode, TerminalError
 
 
 class FeedNotFound(TerminalError):
@@ -36,3 +36,30 @@ class TeamExists(TerminalError):
 
 class InvalidFeed(TerminalError):
     code = ErrorCode.INVALID_FEED
+
+
+class KeyNotFound(TerminalError):
+    code = ErrorCode.KEY_NOT_FOUND
+
+    def __init__(self, key_id: str) -> None:
+        super().__init__(f"API key '{key_id}' not found.")
+
+
+class IdempotencyKeyInUse(TerminalError):
+    code = ErrorCode.IDEMPOTENCY_KEY_IN_USE
+
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            f"A request with Idempotency-Key '{key}' is still being processed; "
+            "retry after it has been answered."
+        )
+
+
+class IdempotencyKeyReused(TerminalError):
+    code = ErrorCode.IDEMPOTENCY_KEY_REUSED
+
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            f"Idempotency-Key '{key}' was already used for a different request; "
+            "use a new key for a new request."
+        )

@@ -9,7 +9,7 @@ from sqlalchemy.orm import sessionmaker
 from catalog.errors import FeedExists, FeedNotFound, TeamNotFound
 from catalog.tables import FeedRow, TeamRow
 from catalog.types import Feed, FeedKind, TeamName
-from registry.store import transaction
+from hub_core.database import transaction
 
 
 class FeedStore:

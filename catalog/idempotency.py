@@ -7,29 +7,9 @@ from sqlalchemy import Engine, delete
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
+from catalog.errors import IdempotencyKeyInUse, IdempotencyKeyReused
 from catalog.tables import IdempotencyRow
-from registry.errors import ErrorCode, TerminalError
-from registry.store import transaction
-
-
-class IdempotencyKeyInUse(TerminalError):
-    code = ErrorCode.IDEMPOTENCY_KEY_IN_USE
-
-    def __init__(self, key: str) -> None:
-        super().__init__(
-            f"A request with Idempotency-Key '{key}' is still being processed; "
-            "retry after it has been answered."
-        )
-
-
-class IdempotencyKeyReused(TerminalError):
-    code = ErrorCode.IDEMPOTENCY_KEY_REUSED
-
-    def __init__(self, key: str) -> None:
-        super().__init__(
-            f"Idempotency-Key '{key}' was already used for a different request; "
-            "use a new key for a new request."
-        )
+from hub_core.database import transaction
 
 
 @dataclass(frozen=True, slots=True)

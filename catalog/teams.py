@@ -9,20 +9,12 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from catalog.errors import TeamExists, TeamNotFound
+from catalog.errors import KeyNotFound, TeamExists, TeamNotFound
 from catalog.tables import ApiKeyRow, TeamRow
 from catalog.types import ApiKey, Principal, Team, TeamName
-from registry.errors import ErrorCode, TerminalError
-from registry.store import transaction
+from hub_core.database import transaction
 
 _PREFIX = "hub"
-
-
-class KeyNotFound(TerminalError):
-    code = ErrorCode.KEY_NOT_FOUND
-
-    def __init__(self, key_id: str) -> None:
-        super().__init__(f"API key '{key_id}' not found.")
 
 
 def _digest(secret: str) -> str:

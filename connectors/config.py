@@ -21,8 +21,8 @@ from connectors.errors import ConfigProblem, ConnectorConfigError, SecretMissing
 from connectors.jdbc.config import JdbcSource
 from connectors.logfile.config import LogfileSource
 from connectors.postgres.config import PostgresCdcSource
-from hub_kafka.topics import topic_name
-from registry.errors import TerminalError
+from hub_core.errors import TerminalError
+from hub_core.naming import topic_name
 
 MASK = "**********"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from pathlib import Path
 
-from registry.errors import ErrorCode, TerminalError
+from hub_core.errors import ErrorCode, TerminalError
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,3 +49,7 @@ class UnparseableRecord(TerminalError):
     """Source data (a log line, a row) that cannot become a record; it goes to the DLQ."""
 
     code = ErrorCode.UNPARSEABLE_SOURCE_RECORD
+
+
+class Stopped(Exception):
+    """Raised inside a source when its task is asked to stop; the runtime catches it."""

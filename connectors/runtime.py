@@ -11,30 +11,22 @@ import logging
 import threading
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from connectors.control import State
+from connectors.errors import Stopped
 from connectors.offsets import OffsetStore, SourceOffset, SourcePartition, StoredOffset
 from connectors.settings import ConnectSettings
+from hub_core.errors import ErrorCode, HubError, TerminalError
+from hub_core.naming import topic_name, value_subject
 from hub_kafka.errors import KafkaUnavailable
-from hub_kafka.feeds import FeedService, FeedSpec
-from hub_kafka.producer import FeedProducer, OutgoingRecord
-from hub_kafka.publish import IncomingRecord, OnError, Publisher
-from hub_kafka.topics import TopicName, dlq_topic, topic_name, value_subject
-from registry.errors import ErrorCode, HubError, TerminalError
+from publish.feeds import FeedService, FeedSpec
+from publish.publisher import IncomingRecord, OnError, Publisher, Unparsed
 from registry.service import RegistryService
 from registry.types import Subject
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Rejected:
-    """Source data that could not become a record: it goes to the DLQ with `error`."""
-
-    raw: str
-    error: HubError
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +37,9 @@ class Batch:
     partition: SourcePartition
     offset: SourceOffset
     records: Sequence[IncomingRecord] = ()
-    rejected: Sequence[Rejected] = ()
+    rejected: Sequence[Unparsed] = ()  # dead-lettered by `Publisher`, with the partition
     # A schema the records follow (registered if new, e.g. after ALTER TABLE); default: latest.
     value_schema: str | None = None
-
-
-class Stopped(Exception):
-    """Raised inside a source when its task is asked to stop; the runtime catches it."""
 
 
 class SourceContext:
@@ -131,7 +119,6 @@ class FeedSink:
         feeds: FeedService,
         registry: RegistryService,
         publisher: Publisher,
-        producer: FeedProducer,
         offsets: OffsetStore,
         settings: ConnectSettings,
     ) -> None:
@@ -139,7 +126,6 @@ class FeedSink:
         self._feeds = feeds
         self._registry = registry
         self._publisher = publisher
-        self._producer = producer
         self._offsets = offsets
         self._settings = settings
 
@@ -203,27 +189,15 @@ class FeedSink:
                 if r.error_code is not None and not r.dead_lettered
             ]
         if batch.rejected:
-            topic = topic_name(batch.topic)
-            items = [(dlq_topic(topic), _dead_letter(topic, batch, r)) for r in batch.rejected]
+            feed = self._feeds.current(batch.topic)
+            source = dict(batch.partition)
+            unparsed = [replace(r, source=source) for r in batch.rejected]
             failures += [
-                (ErrorCode.KAFKA_UNAVAILABLE, d.error or "")
-                for d in self._producer.produce_many(items)
-                if not d.ok
+                (r.error_code, r.message or "")
+                for r in self._publisher.dead_letter(feed, unparsed)
+                if not r.dead_lettered and r.error_code is not None
             ]
         return failures
-
-
-def _dead_letter(topic: TopicName, batch: Batch, rejected: Rejected) -> OutgoingRecord:
-    """Unusable source data as JSON, with why and where it came from in headers."""
-    body = {"raw": rejected.raw, "source": dict(batch.partition)}
-    headers = [
-        ("hub.error.code", str(int(rejected.error.code)).encode()),
-        ("hub.error.message", rejected.error.message.encode()),
-        ("hub.error.path", (getattr(rejected.error, "path", "") or "").encode()),
-        ("hub.feed", topic.encode()),
-        ("hub.source.partition", json.dumps(dict(batch.partition), sort_keys=True).encode()),
-    ]
-    return OutgoingRecord(key=None, value=json.dumps(body).encode(), headers=headers)
 
 
 @dataclass

@@ -21,11 +21,11 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from hub_core.naming import TopicName
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.errors import KafkaUnavailable
 from hub_kafka.producer import FeedProducer, OutgoingRecord
 from hub_kafka.settings import KafkaSettings
-from hub_kafka.topics import TopicName
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,8 @@
 """A connector process: the hub's publish path wired up, and the connectors it runs.
 
-`connect_services` builds what `hub_api` builds for the gateway (registry service, feed service,
-Publisher over one idempotent producer) from the same settings, so connectors publish exactly
-as the gateway does. `Worker` runs connectors as tasks, follows pause/resume/restart requests
-from the configs topic and reports status with a heartbeat.
+`connect_services` wires the publish path with `publish_services`, as the API does, so
+connectors publish exactly as the gateway does. `Worker` runs connectors as tasks, follows
+pause/resume/restart requests from the configs topic and reports status with a heartbeat.
 """
 
 import logging
@@ -11,9 +10,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine
-
-from catalog.feeds import FeedStore
 from connectors.config import LoadedConnector
 from connectors.control import (
     RESTART_PREFIX,
@@ -28,14 +24,9 @@ from connectors.errors import ConfigProblem, ConnectorConfigError
 from connectors.runtime import FeedSink, Task
 from connectors.settings import ConnectSettings
 from connectors.sources import build_source, secret_values
-from hub_kafka.admin import TopicAdmin
-from hub_kafka.feeds import FeedService
-from hub_kafka.producer import FeedProducer
-from hub_kafka.publish import Publisher
 from hub_kafka.settings import KafkaSettings
-from registry.service import RegistryService
+from publish.services import PublishServices, publish_services
 from registry.settings import RegistrySettings
-from registry.store import SchemaStore, create_store_engine
 
 log = logging.getLogger(__name__)
 
@@ -44,40 +35,21 @@ log = logging.getLogger(__name__)
 class ConnectServices:
     """The publish path and Kafka clients of one connector process."""
 
-    engine: Engine
-    registry: RegistryService
-    feeds: FeedService
-    publisher: Publisher
-    producer: FeedProducer
-    admin: TopicAdmin
+    publish: PublishServices
     control: ControlPlane
 
     def close(self) -> None:
-        self.producer.close()
-        self.engine.dispose()
+        self.publish.close()
 
 
 def connect_services(
     registry: RegistrySettings, kafka: KafkaSettings, connect: ConnectSettings
 ) -> ConnectServices:
     """Wire the registry database and Kafka as the API does, for a connector process."""
-    engine = create_store_engine(registry.database_url, pool_size=registry.pool_size)
-    service = RegistryService(
-        SchemaStore(engine),
-        default_compatibility=registry.default_compatibility,
-        cache_seconds=registry.cache_seconds,
-    )
-    producer = FeedProducer(kafka)
-    admin = TopicAdmin(kafka)
-    feeds = FeedService(FeedStore(engine), service, admin, cache_seconds=registry.cache_seconds)
+    services = publish_services(registry, kafka)
     return ConnectServices(
-        engine=engine,
-        registry=service,
-        feeds=feeds,
-        publisher=Publisher(service, producer),
-        producer=producer,
-        admin=admin,
-        control=ControlPlane(connect, kafka, admin=admin, producer=producer),
+        publish=services,
+        control=ControlPlane(connect, kafka, admin=services.admin, producer=services.producer),
     )
 
 
@@ -162,10 +134,9 @@ class Worker:
 
         sink = FeedSink(
             loaded.name,
-            feeds=services.feeds,
-            registry=services.registry,
-            publisher=services.publisher,
-            producer=services.producer,
+            feeds=services.publish.feeds,
+            registry=services.publish.registry,
+            publisher=services.publish.publisher,
             offsets=self._control.offsets,
             settings=self._settings,
         )

@@ -6,8 +6,6 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from catalog.feeds import FeedStore
-from catalog.idempotency import IdempotencyStore
 from catalog.teams import TeamStore
 from connectors.control import ControlPlane
 from connectors.settings import ConnectSettings
@@ -25,14 +23,9 @@ from hub_api.errors import install_error_handlers
 from hub_api.limits import BodySizeLimit
 from hub_api.metrics import HubMetrics, RequestMetrics
 from hub_api.settings import ApiSettings
-from hub_kafka.admin import TopicAdmin
-from hub_kafka.feeds import FeedService
-from hub_kafka.producer import FeedProducer, TransactionalProducers
-from hub_kafka.publish import Publisher
 from hub_kafka.settings import KafkaSettings
-from registry.service import RegistryService
+from publish.services import publish_services
 from registry.settings import RegistrySettings
-from registry.store import SchemaStore, create_store_engine
 
 log = logging.getLogger(__name__)
 
@@ -49,42 +42,35 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = create_store_engine(registry.database_url, pool_size=registry.pool_size)
-        producer = FeedProducer(kafka)
-        transactions = TransactionalProducers(
-            kafka, id_prefix=f"hub-api-{api.instance_id}", size=api.transactional_producers
-        )
-        service = RegistryService(
-            SchemaStore(engine),
-            default_compatibility=registry.default_compatibility,
-            cache_seconds=registry.cache_seconds,
+        services = publish_services(
+            registry,
+            kafka,
+            transactional_id_prefix=f"hub-api-{api.instance_id}",
+            transactional_producers=api.transactional_producers,
         )
         app.state.api_settings = api
-        app.state.registry = service
-        app.state.publisher = Publisher(service, producer, transactions)
-        admin = TopicAdmin(kafka)
-        app.state.engine = engine
-        app.state.topic_admin = admin
+        app.state.registry = services.registry
+        app.state.publisher = services.publisher
+        app.state.feeds = services.feeds
+        app.state.idempotency = services.idempotency
+        app.state.engine = services.engine
+        app.state.topic_admin = services.admin
         app.state.connectors = ControlPlane(
-            ConnectSettings(), kafka, admin=admin, producer=producer
+            ConnectSettings(), kafka, admin=services.admin, producer=services.producer
         )
-        app.state.feeds = FeedService(
-            FeedStore(engine), service, admin, cache_seconds=registry.cache_seconds
+        app.state.keys = KeyVerifier(
+            TeamStore(services.engine), cache_seconds=api.key_cache_seconds
         )
-        app.state.keys = KeyVerifier(TeamStore(engine), cache_seconds=api.key_cache_seconds)
-        app.state.idempotency = IdempotencyStore(engine)
         log.info(
             "API ready: database %s, Kafka at %s, auth %s",
-            engine.url.render_as_string(hide_password=True),
+            services.engine.url.render_as_string(hide_password=True),
             kafka.bootstrap_servers,
             api.auth,
         )
         try:
             yield
         finally:
-            transactions.close()
-            producer.close()
-            engine.dispose()
+            services.close()
 
     app = FastAPI(
         title="Integration Hub",

@@ -10,25 +10,11 @@ from fastapi import Depends, Request
 
 from catalog.teams import TeamStore
 from catalog.types import Principal, TeamName
+from hub_api.errors import Forbidden, Unauthenticated
 from hub_api.settings import ApiSettings, AuthMode
-from hub_kafka.feeds import FeedService
-from registry.errors import ErrorCode, TerminalError
+from publish.feeds import FeedService
 
 _ANONYMOUS_ADMIN = Principal(key_id="anonymous", team=None, admin=True)
-
-
-class Unauthenticated(TerminalError):
-    code = ErrorCode.UNAUTHENTICATED
-
-    def __init__(self) -> None:
-        super().__init__(
-            "A valid API key is required: send `Authorization: Bearer <key>` (or Basic auth "
-            "with the key as password). Create keys with `hub key create --team TEAM`."
-        )
-
-
-class Forbidden(TerminalError):
-    code = ErrorCode.FORBIDDEN
 
 
 class KeyVerifier:

@@ -6,22 +6,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
-from hub_kafka.publish import IncomingRecord
-from registry.errors import ErrorCode, TerminalError
+from hub_api.errors import MalformedBody, TooManyRecords
+from publish.publisher import IncomingRecord
 
 M = TypeVar("M", bound=BaseModel)
 
 
 _BODY_KEYS = frozenset({"records", "schema_version"})
 _RECORD_KEYS = frozenset({"value", "key", "headers", "timestamp"})
-
-
-class MalformedBody(TerminalError):
-    code = ErrorCode.MALFORMED_REQUEST
-
-
-class TooManyRecords(TerminalError):
-    code = ErrorCode.TOO_MANY_RECORDS
 
 
 def parse_batch(raw: bytes, model: type[M], *, max_records: int) -> M:

@@ -9,11 +9,11 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from catalog.idempotency import IdempotencyStore
 from hub_api.metrics import HubMetrics
 from hub_api.settings import ApiSettings
-from hub_kafka.feeds import FeedService
-from hub_kafka.publish import Publisher
+from publish.feeds import FeedService
+from publish.idempotent import IdempotentRequests
+from publish.publisher import Publisher
 from registry.service import RegistryService
 
 
@@ -30,6 +30,6 @@ def _from_state(attribute: str) -> Callable[[Request], Awaitable[Any]]:
 Registry = Annotated[RegistryService, Depends(_from_state("registry"))]
 PublisherDep = Annotated[Publisher, Depends(_from_state("publisher"))]
 Feeds = Annotated[FeedService, Depends(_from_state("feeds"))]
-Idempotency = Annotated[IdempotencyStore, Depends(_from_state("idempotency"))]
+Idempotency = Annotated[IdempotentRequests, Depends(_from_state("idempotency"))]
 Settings = Annotated[ApiSettings, Depends(_from_state("api_settings"))]
 Metrics = Annotated[HubMetrics, Depends(_from_state("metrics"))]

@@ -7,7 +7,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from registry.errors import ErrorCode, HubError
+from hub_core.errors import ErrorCode, HubError, TerminalError
 
 log = logging.getLogger(__name__)
 
@@ -69,3 +69,37 @@ def install_error_handlers(app: FastAPI) -> None:
             {"error_code": exc.status_code, "message": str(exc.detail)},
             status_code=exc.status_code,
         )
+
+
+class Unauthenticated(TerminalError):
+    code = ErrorCode.UNAUTHENTICATED
+
+    def __init__(self) -> None:
+        super().__init__(
+            "A valid API key is required: send `Authorization: Bearer <key>` (or Basic auth "
+            "with the key as password). Create keys with `hub key create --team TEAM`."
+        )
+
+
+class Forbidden(TerminalError):
+    code = ErrorCode.FORBIDDEN
+
+
+class ConfirmationMissing(TerminalError):
+    code = ErrorCode.MALFORMED_REQUEST
+
+
+class UnsupportedMediaType(TerminalError):
+    code = ErrorCode.UNSUPPORTED_MEDIA_TYPE
+
+
+class MalformedBody(TerminalError):
+    code = ErrorCode.MALFORMED_REQUEST
+
+
+class TooManyRecords(TerminalError):
+    code = ErrorCode.TOO_MANY_RECORDS
+
+
+class BodyTooLarge(Exception):
+    """The body went over the size limit while it streamed in; answered with 413."""

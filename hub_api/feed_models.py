@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from catalog.types import Feed, FeedKind
-from hub_kafka.feeds import FeedDetail
+from publish.feeds import FeedDetail
 
 
 class FeedCreate(BaseModel):

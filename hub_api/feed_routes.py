@@ -7,15 +7,11 @@ from fastapi import APIRouter, Query, status
 from catalog.types import TeamName
 from hub_api.auth import Caller, Reader, require_owner
 from hub_api.deps import Feeds
+from hub_api.errors import ConfirmationMissing
 from hub_api.feed_models import FeedCreate, FeedDetailPublic, FeedPatch, FeedPublic
-from hub_kafka.feeds import FeedSpec
-from registry.errors import ErrorCode, TerminalError
+from publish.feeds import FeedSpec
 
 router = APIRouter(prefix="/v1/feeds", tags=["feeds"])
-
-
-class ConfirmationMissing(TerminalError):
-    code = ErrorCode.MALFORMED_REQUEST
 
 
 @router.post("", response_model=FeedPublic, status_code=status.HTTP_201_CREATED)

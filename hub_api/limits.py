@@ -4,11 +4,8 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from registry.errors import ErrorCode
-
-
-class BodyTooLarge(Exception):
-    pass
+from hub_api.errors import BodyTooLarge
+from hub_core.errors import ErrorCode
 
 
 class BodySizeLimit:

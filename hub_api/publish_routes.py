@@ -1,6 +1,5 @@
 """The publish gateway: records in as natural JSON, out to Kafka as framed Avro."""
 
-import hashlib
 import time
 from typing import Annotated
 
@@ -13,9 +12,11 @@ from catalog.types import Feed
 from hub_api.auth import Caller, require_owner
 from hub_api.batches import check_count, load_json, plain_records, validate
 from hub_api.deps import Feeds, Idempotency, Metrics, PublisherDep, Settings
+from hub_api.errors import UnsupportedMediaType
 from hub_api.publish_models import PublishPublic, RecordsIn
-from hub_kafka.feeds import FeedService
-from hub_kafka.publish import (
+from publish.feeds import FeedService
+from publish.idempotent import Answer, Attempt
+from publish.publisher import (
     Codecs,
     IncomingRecord,
     OnError,
@@ -23,7 +24,6 @@ from hub_kafka.publish import (
     PublishOutcome,
     PublishResult,
 )
-from registry.errors import ErrorCode, TerminalError
 from registry.types import Version
 
 router = APIRouter(prefix="/v1", tags=["publish"])
@@ -68,22 +68,10 @@ async def publish_records(
     require_owner(caller, feed.owner, what=f"Feed '{topic}'")
     raw = await request.body()
     records, schema_version = _parse_body(request, raw, settings.max_records_per_request)
-    scope = f"{feed.topic}|{caller.key_id}"
-    if idempotency_key is not None:
-        fingerprint = hashlib.sha256(raw + f"|{on_error}|{atomic}".encode()).hexdigest()
-        stored = await run_in_threadpool(
-            lambda: idempotency.begin(scope=scope, key=idempotency_key, request_sha256=fingerprint)
-        )
-        if stored is not None:
-            return Response(
-                stored.body.encode(),
-                status_code=stored.status_code,
-                headers={"Idempotent-Replayed": "true"},
-                media_type="application/json",
-            )
-    started = time.perf_counter()
     version = Version(schema_version) if schema_version else None
-    try:
+
+    async def attempt() -> Attempt:
+        started = time.perf_counter()
         if atomic:  # a Kafka transaction blocks its thread until committed
             outcome = await run_in_threadpool(
                 lambda: publisher.publish(
@@ -105,34 +93,27 @@ async def publish_records(
             outcome = await publisher.publish_async(
                 codecs, records, on_error=on_error, idempotency_key=idempotency_key
             )
-    except BaseException:
-        if idempotency_key is not None:
-            await run_in_threadpool(lambda: idempotency.abandon(scope=scope, key=idempotency_key))
-        raise
-    metrics.record_publish(feed.topic, outcome, time.perf_counter() - started)
-    status, content = _answer(topic, outcome)
-    rendered = to_json(content)
-    if idempotency_key is not None:
-        if outcome.accepted or status < 500:
-            text = rendered.decode()
-            await run_in_threadpool(
-                lambda: idempotency.complete(
-                    scope=scope, key=idempotency_key, status_code=status, body=text
-                )
-            )
-        else:  # nothing reached Kafka: let a retry publish
-            await run_in_threadpool(lambda: idempotency.abandon(scope=scope, key=idempotency_key))
-    headers = {"Retry-After": "5"} if status == 503 else None
-    return Response(rendered, status_code=status, headers=headers, media_type="application/json")
+        metrics.record_publish(feed.topic, outcome, time.perf_counter() - started)
+        status, content = _answer(topic, outcome)
+        return Attempt(Answer(status, to_json(content)), reached_kafka=outcome.accepted > 0)
+
+    answer = await idempotency.answer(
+        scope=f"{feed.topic}|{caller.key_id}",
+        key=idempotency_key,
+        request=raw + f"|{on_error}|{atomic}".encode(),
+        attempt=attempt,
+    )
+    headers = {"Retry-After": "5"} if answer.status_code == 503 else {}
+    if answer.replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return Response(
+        answer.body, status_code=answer.status_code, headers=headers, media_type="application/json"
+    )
 
 
 def _lookups(feeds: FeedService, publisher: Publisher, topic: str) -> tuple[Feed, Codecs]:
     feed = feeds.current(topic)
     return feed, publisher.codecs(feed)
-
-
-class UnsupportedMediaType(TerminalError):
-    code = ErrorCode.UNSUPPORTED_MEDIA_TYPE
 
 
 def _parse_body(

@@ -14,8 +14,8 @@ from hub_cli.connect_commands import connect_app
 from hub_cli.load_commands import load_app
 from hub_cli.logs import configure_logging
 from hub_cli.warehouse_commands import warehouse_app
-from registry.errors import ErrorCode, HubError
-from registry.settings import invalid_settings_message
+from hub_core.errors import ErrorCode, HubError
+from hub_core.settings import invalid_settings_message
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -106,7 +106,7 @@ def db_upgrade(
     revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
 ) -> None:
     """Apply the registry's Alembic migrations (HUB_REGISTRY_DATABASE_URL)."""
-    from registry import migrate
+    from migrations import migrate
     from registry.settings import RegistrySettings
 
     migrate.upgrade(RegistrySettings().database_url, revision=revision)
@@ -243,13 +243,13 @@ def publish(
 
 def _catalog_engine() -> "Engine":
     """The hub's database, migrated to the newest revision."""
-    from registry import migrate
+    from hub_core.database import create_database_engine
+    from migrations import migrate
     from registry.settings import RegistrySettings
-    from registry.store import create_store_engine
 
     url = RegistrySettings().database_url
     migrate.upgrade(url)
-    return create_store_engine(url)
+    return create_database_engine(url)
 
 
 @team_app.command("create")

@@ -18,16 +18,13 @@ import httpx
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hub_cli.errors import SchemaCheckError
+from hub_core.errors import HubError
 from registry.avro import parse
 from registry.compatibility import check
-from registry.errors import HubError, TerminalError
 from registry.types import CompatibilityMode
 
 REGISTRY_MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
-
-
-class SchemaCheckError(TerminalError):
-    """The check itself could not run: a bad file, mapping or registry answer."""
 
 
 @unique

@@ -17,14 +17,15 @@ from catalog.teams import TeamStore
 from catalog.types import TeamName
 from hub_api.settings import ApiSettings
 from hub_cli import demo
+from hub_cli.errors import StackError
 from hub_cli.warehouse_commands import demo_model
+from hub_core.database import create_database_engine
+from hub_core.naming import TopicName, bronze_table
+from hub_core.settings import default_home
 from hub_kafka.local_broker import LocalBroker
 from hub_kafka.settings import KafkaSettings
-from hub_kafka.topics import TopicName, bronze_table
-from registry import migrate
-from registry.errors import LocalServiceFailed
-from registry.settings import RegistrySettings, default_home
-from registry.store import create_store_engine
+from migrations import migrate
+from registry.settings import RegistrySettings
 from spark_loaders import metastore
 from spark_loaders.analyst_settings import AnalystSettings
 from spark_loaders.metastore import MetastoreKind, MetastoreServer, metastore_kind
@@ -34,10 +35,6 @@ log = logging.getLogger(__name__)
 
 # How long a component may take to stop cleanly; the loader finishes its running batches.
 STOP_GRACE_S = 120
-
-
-class StackError(LocalServiceFailed):
-    """A part of the local stack failed to start or died."""
 
 
 def local_admin_key(teams: TeamStore, path: Path) -> str:
@@ -116,7 +113,7 @@ class LocalStack:
         )
         log.info("migrating the hub's database")
         migrate.upgrade(self._registry.database_url)
-        engine = create_store_engine(self._registry.database_url)
+        engine = create_database_engine(self._registry.database_url)
         try:
             teams = TeamStore(engine)
             self._admin_key = local_admin_key(teams, self.admin_key_file)

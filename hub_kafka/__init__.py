@@ -1,15 +1,4 @@
-"""The central log: Kafka producing, topic administration and the local single-node broker."""
+"""The Kafka client: producers, topic administration, settings and the local KRaft broker.
 
-from hub_kafka.producer import Delivery, FeedProducer, OutgoingRecord
-from hub_kafka.settings import KafkaSettings
-from hub_kafka.topics import TopicName, bronze_table, topic_name
-
-__all__ = [
-    "Delivery",
-    "FeedProducer",
-    "KafkaSettings",
-    "OutgoingRecord",
-    "TopicName",
-    "bronze_table",
-    "topic_name",
-]
+A leaf on top of `hub_core`: it knows how to talk to Kafka, not what feeds or schemas are.
+"""

@@ -1,6 +1,6 @@
 """Errors of the Kafka side of the hub."""
 
-from registry.errors import ErrorCode, LocalServiceFailed, TransientError
+from hub_core.errors import ErrorCode, LocalServiceFailed, TransientError
 
 
 class KafkaUnavailable(TransientError):

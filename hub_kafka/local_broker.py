@@ -14,9 +14,9 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from hub_core.processes import BackgroundProcess, java_command, port_open
 from hub_kafka.errors import BrokerError
 from hub_kafka.settings import KafkaSettings
-from registry.processes import BackgroundProcess, java_command, port_open
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from hub_core.naming import TopicName
 from hub_kafka.settings import KafkaSettings
-from hub_kafka.topics import TopicName
 
 log = logging.getLogger(__name__)
 

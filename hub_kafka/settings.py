@@ -5,7 +5,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from registry.settings import default_home
+from hub_core.settings import default_home
 
 
 class KafkaSettings(BaseSettings):

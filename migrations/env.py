@@ -3,8 +3,8 @@
 from alembic import context
 
 from catalog.tables import Base as CatalogBase
+from hub_core.database import create_database_engine
 from registry.settings import RegistrySettings
-from registry.store import create_store_engine
 from registry.tables import Base as RegistryBase
 
 config = context.config
@@ -20,7 +20,7 @@ def run_migrations_offline() -> None:
 
 
 def run_migrations_online() -> None:
-    engine = create_store_engine(url)
+    engine = create_database_engine(url)
     with engine.connect() as connection:
         if connection.dialect.name == "sqlite":
             # SQLite changes a table by copying it and dropping the old one, which enforced

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from registry.avro import find_named, remember_named
+from registry.errors import NotDirect
 
 # Appends the Avro binary of a value to the buffer, or raises NotDirect.
 Write = Callable[[bytearray, Any], None]
@@ -39,10 +40,6 @@ _INTEGER_LOGICAL = {
 }
 _SMALL = [bytes([n]) for n in range(128)]
 _pack_double = struct.Struct("<d").pack
-
-
-class NotDirect(Exception):
-    """The value is not exactly in its datum's shape: take the general path."""
 
 
 class _Unsupported(Exception):

@@ -24,8 +24,9 @@ from typing import Any
 
 import fastavro
 
+from hub_core.errors import HubError
 from registry.avro import AvroSchema, find_named, remember_named
-from registry.binary import NotDirect, Write, direct_writer
+from registry.binary import Write, direct_writer
 from registry.cleaning import (
     ArrayNode,
     Change,
@@ -38,7 +39,7 @@ from registry.cleaning import (
     has_rules,
     plan_for,
 )
-from registry.errors import HubError, InvalidRecord
+from registry.errors import InvalidRecord, NotDirect
 from registry.serde import (
     LOGICAL_CONVERTERS,
     PRIMITIVE_CONVERTERS,

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from registry.store import transaction
+from hub_core.database import transaction
 from registry.tables import ConfigRow
 from registry.types import CompatibilityMode, RegistryMode, Subject
 

@@ -1,104 +1,6 @@
-"""The hub's error catalogue and the exception types every package raises.
+"""Errors of the schema registry, with Confluent's codes where Confluent has one."""
 
-One catalogue for the whole hub, kept at the bottom layer so that every package can raise a
-stable code. As in the Confluent Schema Registry, the first three digits of a code are its HTTP
-status. Registry codes are Confluent's own so that existing clients understand them.
-"""
-
-from enum import IntEnum, unique
-
-
-@unique
-class ErrorCode(IntEnum):
-    """Stable, user-visible error codes. Never renumber one; add new ones."""
-
-    # 400: the request itself is malformed
-    MALFORMED_REQUEST = 40001
-    # 401/403: who is asking, and whether they may
-    UNAUTHENTICATED = 40101
-    FORBIDDEN = 40301
-    # 404: the thing named does not exist (Confluent's numbers)
-    SUBJECT_NOT_FOUND = 40401
-    VERSION_NOT_FOUND = 40402
-    SCHEMA_NOT_FOUND = 40403
-    SUBJECT_SOFT_DELETED = 40404
-    SUBJECT_NOT_SOFT_DELETED = 40405
-    VERSION_SOFT_DELETED = 40406
-    VERSION_NOT_SOFT_DELETED = 40407
-    SUBJECT_COMPATIBILITY_NOT_CONFIGURED = 40408
-    SUBJECT_MODE_NOT_CONFIGURED = 40409
-    FEED_NOT_FOUND = 40420
-    TEAM_NOT_FOUND = 40421
-    KEY_NOT_FOUND = 40422
-    CONNECTOR_NOT_FOUND = 40430
-    WAREHOUSE_SOURCE_NOT_FOUND = 40440
-    LOADER_SOURCE_NOT_FOUND = 40450
-    # 409: a schema the subject's compatibility level rejects (Confluent's number)
-    INCOMPATIBLE_SCHEMA = 40901
-    FEED_EXISTS = 40920
-    TEAM_EXISTS = 40921
-    IDEMPOTENCY_KEY_IN_USE = 40922
-    # 413/415: the body is too large, or not JSON
-    PAYLOAD_TOO_LARGE = 41301
-    UNSUPPORTED_MEDIA_TYPE = 41501
-    # 422: the content is well-formed but invalid (Confluent's numbers first)
-    INVALID_SCHEMA = 42201
-    INVALID_VERSION = 42202
-    INVALID_COMPATIBILITY_LEVEL = 42203
-    INVALID_MODE = 42204
-    OPERATION_NOT_PERMITTED = 42205
-    REFERENCE_EXISTS = 42206
-    ID_DOES_NOT_MATCH = 42207
-    INVALID_RECORD = 42220
-    INVALID_WIRE_FORMAT = 42221
-    INVALID_FEED = 42222
-    IDEMPOTENCY_KEY_REUSED = 42223
-    TOO_MANY_RECORDS = 42224
-    BATCH_REJECTED = 42225
-    TOMBSTONE_NOT_ALLOWED = 42226
-    INVALID_CONNECTOR_CONFIG = 42240
-    CONNECTOR_SECRET_MISSING = 42241
-    UNPARSEABLE_SOURCE_RECORD = 42242
-    CDC_SETUP_FAILED = 42250
-    INVALID_WAREHOUSE_MODEL = 42260
-    INVALID_SETTING = 42270
-    # 5xx: the hub or something it depends on failed
-    STORE_ERROR = 50001
-    LOCAL_SERVICE_FAILED = 50010
-    KAFKA_REFUSED = 50020
-    KAFKA_UNAVAILABLE = 50301
-    CDC_SOURCE_UNAVAILABLE = 50330
-
-    @property
-    def http_status(self) -> int:
-        """The HTTP status a code is answered with: its first three digits."""
-        digits = str(self.value)
-        return int(digits[:3])
-
-
-class HubError(Exception):
-    """An error a user can see: a stable code and a message naming what is at fault."""
-
-    code: ErrorCode = ErrorCode.MALFORMED_REQUEST
-    retryable: bool = False
-
-    def __init__(self, message: str, *, code: ErrorCode | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        if code is not None:
-            self.code = code
-
-
-class TerminalError(HubError):
-    """Retrying the same input cannot help: the input or the request is wrong."""
-
-    retryable = False
-
-
-class TransientError(HubError):
-    """A dependency failed; the same request may succeed later."""
-
-    retryable = True
+from hub_core.errors import ErrorCode, TerminalError
 
 
 class SubjectNotFound(TerminalError):
@@ -259,11 +161,5 @@ class InvalidWireFormat(TerminalError):
     code = ErrorCode.INVALID_WIRE_FORMAT
 
 
-class StoreUnavailable(TransientError):
-    code = ErrorCode.STORE_ERROR
-
-
-class LocalServiceFailed(TerminalError):
-    """A part the hub runs itself (broker, API server, loader) could not start or run."""
-
-    code = ErrorCode.LOCAL_SERVICE_FAILED
+class NotDirect(Exception):
+    """The value is not exactly in its datum's shape: take the general path."""

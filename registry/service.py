@@ -4,6 +4,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
 
+from hub_core.ttl import TtlCache
 from registry.avro import AvroSchema, parse
 from registry.cleaning import validate_rules
 from registry.compatibility import CompatibilityReport, check
@@ -28,7 +29,6 @@ from registry.errors import (
     VersionSoftDeleted,
 )
 from registry.store import SchemaStore
-from registry.ttl import TtlCache
 from registry.types import (
     CompatibilityMode,
     RegisteredSchema,

@@ -1,44 +1,10 @@
 """Settings of the registry component (environment prefix `HUB_REGISTRY_`)."""
 
-from pathlib import Path
-
-from pydantic import Field, ValidationError
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from hub_core.settings import default_home
 from registry.types import CompatibilityMode
-
-
-def default_home() -> Path:
-    """The local state directory: `HUB_HOME`, else `.hub` in the working directory."""
-    import os
-
-    return Path(os.environ.get("HUB_HOME", ".hub")).resolve()
-
-
-def invalid_settings_message(error: ValidationError) -> str | None:
-    """What is wrong with the environment variables behind `error`, or None if the error did
-    not come from a settings class. Names each variable and the rule it breaks, never its value
-    (which may be a password)."""
-    settings_class = _settings_class(error.title)
-    if settings_class is None:
-        return None
-    prefix = str(settings_class.model_config.get("env_prefix", ""))
-    problems = []
-    for item in error.errors(include_url=False, include_input=False):
-        field = "_".join(str(part) for part in item["loc"])
-        message = item["msg"].removeprefix("Value error, ")
-        problems.append(f"{prefix}{field}".upper() + f": {message}" if field else message)
-    return f"Invalid settings ({settings_class.__name__}): " + "; ".join(problems)
-
-
-def _settings_class(name: str) -> type[BaseSettings] | None:
-    pending: list[type[BaseSettings]] = [BaseSettings]
-    while pending:
-        cls = pending.pop()
-        if cls.__name__ == name and cls is not BaseSettings:
-            return cls
-        pending.extend(cls.__subclasses__())
-    return None
 
 
 class RegistrySettings(BaseSettings):

@@ -1,15 +1,12 @@
 """SQL storage of schemas and subject versions, the same code on SQLite and PostgreSQL."""
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from sqlalchemy import (
     Engine,
     Select,
-    create_engine,
     delete,
-    event,
     func,
     insert,
     literal,
@@ -17,11 +14,13 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from hub_core.database import transaction
+from hub_core.errors import StoreUnavailable
 from registry.avro import AvroSchema
-from registry.errors import SchemaNotFound, StoreUnavailable, SubjectNotFound, VersionNotFound
+from registry.errors import SchemaNotFound, SubjectNotFound, VersionNotFound
 from registry.tables import SchemaReferenceRow, SchemaRow, SubjectVersionRow
 from registry.types import (
     RegisteredSchema,
@@ -35,37 +34,6 @@ from registry.types import (
 # Concurrent registrations from several API processes race on the unique constraints; the loser
 # retries and then finds the winner's row. A handful of rounds is plenty in practice.
 _REGISTER_ATTEMPTS = 8
-
-
-def create_store_engine(database_url: str, *, pool_size: int = 5) -> Engine:
-    """An engine for the registry database, with SQLite tuned for concurrent readers."""
-    if database_url.startswith("sqlite"):
-        engine = create_engine(
-            database_url, connect_args={"check_same_thread": False, "timeout": 30}
-        )
-
-        @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_connection, _record):  # type: ignore[no-untyped-def]
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.close()
-
-        return engine
-    return create_engine(database_url, pool_size=pool_size, pool_pre_ping=True)
-
-
-@contextmanager
-def transaction(sessions: sessionmaker[Session]) -> Iterator[Session]:
-    """A session in a transaction; database outages become `StoreUnavailable` (50001)."""
-    try:
-        with sessions.begin() as session:
-            yield session
-    except OperationalError as exc:
-        raise StoreUnavailable(
-            f"The hub's database is unavailable: {exc.orig}. "
-            "Check HUB_REGISTRY_DATABASE_URL and that the database is running."
-        ) from exc
 
 
 class SchemaStore:

@@ -16,8 +16,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from hub_core.naming import TopicName, bronze_table, value_subject
 from hub_kafka.settings import KafkaSettings
-from hub_kafka.topics import TopicName, bronze_table, value_subject
 from registry.types import SchemaId
 from spark_loaders.comments import TableComments, with_comments
 from spark_loaders.decode import decode_topic, decoded_whole, with_schema_id

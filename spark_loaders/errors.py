@@ -1,6 +1,6 @@
 """Errors of the Spark loaders."""
 
-from registry.errors import ErrorCode, LocalServiceFailed, TerminalError
+from hub_core.errors import ErrorCode, LocalServiceFailed, TerminalError
 
 
 class LoaderError(LocalServiceFailed):
@@ -11,3 +11,7 @@ class LoaderSourceNotFound(TerminalError):
     """What a loader command was asked to read does not exist or holds nothing."""
 
     code = ErrorCode.LOADER_SOURCE_NOT_FOUND
+
+
+class MetastoreError(LocalServiceFailed):
+    """The metastore is not reachable as configured, or its local server failed."""

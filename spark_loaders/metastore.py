@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from enum import StrEnum, unique
 from pathlib import Path
 
-from registry.errors import LocalServiceFailed
-from registry.processes import BackgroundProcess, java_command, port_open
+from hub_core.processes import BackgroundProcess, java_command, port_open
+from spark_loaders.errors import MetastoreError
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
@@ -40,10 +40,6 @@ _DRIVERS = (
 _SERVER_CLASS = "org.apache.derby.drda.NetworkServerControl"
 _SERVER_HEAP = "256m"  # the metastore's tables hold table definitions only: a few MB
 _SECRET_PARAMETER = re.compile(r"(?i)(password=)[^;&]*")
-
-
-class MetastoreError(LocalServiceFailed):
-    """The metastore is not reachable as configured, or its local server failed."""
 
 
 @unique

@@ -8,7 +8,7 @@ offset, timestamp), the writer schema id, a stable reason code and a message nam
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from hub_kafka.topics import TopicName, table_suffix
+from hub_core.naming import TopicName, table_suffix
 from spark_loaders.types import QuarantineReason
 
 # Quarantine columns holding the Kafka record itself, in table order, from the source's columns.

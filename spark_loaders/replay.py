@@ -17,7 +17,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hub_kafka.topics import TopicName, bronze_table, value_subject
+from hub_core.naming import TopicName, bronze_table, value_subject
 from registry.types import SchemaId
 from spark_loaders.decode import decode_topic
 from spark_loaders.errors import LoaderSourceNotFound

@@ -24,8 +24,8 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hub_core.naming import TopicName, bronze_table, table_suffix, value_subject
 from hub_kafka.settings import KafkaSettings
-from hub_kafka.topics import TopicName, bronze_table, table_suffix, value_subject
 from registry.types import SchemaId
 from spark_loaders.decode import decode_topic, with_schema_id
 from spark_loaders.errors import LoaderSourceNotFound

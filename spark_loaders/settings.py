@@ -5,7 +5,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from registry.settings import default_home
+from hub_core.settings import default_home
 
 # Hub topics are `<domain>.<name>`; dead-letter topics and Kafka's internal ones are not landed.
 DEFAULT_TOPIC_PATTERN = r"^(?!.*\.dlq$)[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$"

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from pyspark.sql import SparkSession
 
-from hub_kafka.topics import TopicName, table_suffix
+from hub_core.naming import TopicName, table_suffix
 from spark_loaders.errors import LoaderError
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver_changes import ChangelogSpec, is_envelope, row_fields

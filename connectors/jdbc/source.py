@@ -41,9 +41,9 @@ from catalog.types import FeedKind, TeamName
 from connectors.config import JdbcConnector
 from connectors.jdbc.types import avro_field, avro_type, natural, record_name, sql_type_of_code
 from connectors.runtime import Batch, SourceContext
-from hub_kafka.feeds import FeedSpec
-from hub_kafka.publish import IncomingRecord
-from registry.errors import TerminalError
+from hub_core.errors import TerminalError
+from publish.feeds import FeedSpec
+from publish.publisher import IncomingRecord
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import types as sa
 
-from registry.errors import TerminalError
+from hub_core.errors import TerminalError
 
 _AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

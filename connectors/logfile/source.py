@@ -8,9 +8,9 @@ from connectors.config import LogfileConnector
 from connectors.errors import UnparseableRecord
 from connectors.logfile.formats import LineParser
 from connectors.logfile.tail import Tailer
-from connectors.runtime import Batch, Rejected, SourceContext
-from hub_kafka.feeds import FeedSpec
-from hub_kafka.publish import IncomingRecord
+from connectors.runtime import Batch, SourceContext
+from publish.feeds import FeedSpec
+from publish.publisher import IncomingRecord, Unparsed
 
 
 class LogfileTailer:
@@ -69,7 +69,7 @@ class LogfileTailer:
     ) -> Batch:
         records: list[IncomingRecord] = []
         rejected = [
-            Rejected(
+            Unparsed(
                 raw=line.decode("utf-8", "replace"),
                 error=UnparseableRecord(
                     f"the line is longer than source.max_line_bytes "
@@ -85,14 +85,14 @@ class LogfileTailer:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 rejected.append(
-                    Rejected(raw=raw.decode("utf-8", "replace"),
+                    Unparsed(raw=raw.decode("utf-8", "replace"),
                              error=UnparseableRecord(f"the line is not UTF-8: {exc}"))
                 )  # fmt: skip
                 continue
             try:
                 records.append(IncomingRecord(value=self._parser.parse(text)))
             except UnparseableRecord as exc:
-                rejected.append(Rejected(raw=text, error=exc))
+                rejected.append(Unparsed(raw=text, error=exc))
         return Batch(self._config.topic, partition, position, records=records, rejected=rejected)
 
 

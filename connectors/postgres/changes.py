@@ -27,7 +27,7 @@ from connectors.postgres.envelope import (
 from connectors.postgres.errors import PgOutputError
 from connectors.postgres.pgoutput import ReplicaIdentity
 from connectors.postgres.typemap import PgType, column_type
-from hub_kafka.publish import NO_KEY, IncomingRecord
+from publish.publisher import NO_KEY, IncomingRecord
 
 log = logging.getLogger(__name__)
 

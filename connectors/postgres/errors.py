@@ -1,6 +1,6 @@
 """Errors of the PostgreSQL CDC connector, each with a stable code and the fix in its message."""
 
-from registry.errors import ErrorCode, TerminalError, TransientError
+from hub_core.errors import ErrorCode, TerminalError, TransientError
 
 
 class CdcSetupError(TerminalError):

@@ -23,9 +23,9 @@ from connectors.postgres.pgoutput import format_lsn
 from connectors.postgres.snapshot import begin_snapshot, read_table
 from connectors.postgres.stream import ReplicationStream
 from connectors.runtime import Batch, SourceContext
-from hub_kafka.feeds import FeedSpec
-from hub_kafka.publish import IncomingRecord
-from hub_kafka.topics import topic_name
+from hub_core.naming import topic_name
+from publish.feeds import FeedSpec
+from publish.publisher import IncomingRecord
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Errors of the warehouse builder."""
 
-from registry.errors import ErrorCode, TerminalError
+from hub_core.errors import ErrorCode, TerminalError
 
 
 class InvalidWarehouseModel(TerminalError):

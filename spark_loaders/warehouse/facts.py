@@ -10,7 +10,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from hub_kafka.topics import TopicName, bronze_table
+from hub_core.naming import TopicName, bronze_table
 from spark_loaders.silver import detached
 from spark_loaders.warehouse.dimensions import (
     UNKNOWN_KEY,

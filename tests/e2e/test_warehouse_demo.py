@@ -11,8 +11,8 @@ import yaml
 from pyspark.sql import SparkSession
 
 from hub_cli import demo
+from hub_core.naming import TopicName, table_suffix
 from hub_kafka.settings import KafkaSettings
-from hub_kafka.topics import TopicName, table_suffix
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.warehouse import build_model
 from tests.support.hub_client import create_feed, publish, unique_topic

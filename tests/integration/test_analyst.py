@@ -22,8 +22,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from hub_cli import demo
+from hub_core.naming import TopicName, bronze_table
 from hub_kafka.settings import KafkaSettings
-from hub_kafka.topics import TopicName, bronze_table
 from spark_loaders.bronze import BronzeLoader
 from spark_loaders.lifecycle import stop_between_batches
 from spark_loaders.settings import LoaderSettings

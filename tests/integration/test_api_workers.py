@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from registry import migrate
+from migrations import migrate
 from tests.support.api_server import spawn_api
 from tests.support.hub_client import bearer, create_feed, create_key, unique_topic
 from tests.support.waiting import wait_until

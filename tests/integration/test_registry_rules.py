@@ -18,14 +18,15 @@ import httpx
 import pytest
 from sqlalchemy import event
 
-from registry import migrate
+from hub_core.database import create_database_engine
+from migrations import migrate
 from registry.errors import (
     CompatibilityNotConfigured,
     ModeNotConfigured,
     SchemaNotFound,
 )
 from registry.service import RegistryService
-from registry.store import SchemaStore, create_store_engine
+from registry.store import SchemaStore
 from registry.types import RegisteredSchema, SchemaId, SchemaReference, Subject, Version
 from tests.support.api_server import serve_api
 from tests.support.hub_client import bearer, create_key
@@ -711,7 +712,7 @@ def test_error_answers_carry_the_registry_media_type(http: httpx.Client) -> None
 @pytest.fixture
 def registry(database_url: str) -> Iterator[RegistryService]:
     migrate.upgrade(database_url)
-    engine = create_store_engine(database_url)
+    engine = create_database_engine(database_url)
     yield RegistryService(SchemaStore(engine))
     engine.dispose()
 
@@ -798,7 +799,7 @@ def test_store_soft_deleted_references_still_resolve(
     registry.delete_subject(subject=Subject("refs.address"))
 
     # A fresh service (another process) has nothing cached.
-    engine = create_store_engine(database_url)
+    engine = create_database_engine(database_url)
     try:
         fresh = RegistryService(SchemaStore(engine))
         resolved = fresh.schema(schema_id=person_id)
@@ -813,7 +814,7 @@ def test_store_a_registration_racing_the_same_one_adds_no_second_version(
 ) -> None:
     migrate.upgrade(database_url)
     # Two engines stand in for two API processes on one database.
-    engines = [create_store_engine(database_url) for _ in range(2)]
+    engines = [create_database_engine(database_url) for _ in range(2)]
     first, second = (RegistryService(SchemaStore(engine)) for engine in engines)
     subject = Subject("raced-value")
     schema = _record("Raced", ("a", "string"))

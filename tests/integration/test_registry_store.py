@@ -6,10 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from registry import migrate
+from hub_core.database import create_database_engine
+from migrations import migrate
 from registry.errors import SchemaNotFound, SubjectNotFound, VersionNotFound
 from registry.service import RegistryService
-from registry.store import SchemaStore, create_store_engine
+from registry.store import SchemaStore
 from registry.types import SchemaId, Subject, Version
 
 pytestmark = pytest.mark.integration
@@ -29,7 +30,7 @@ def _schema(name: str, *fields: str) -> str:
 @pytest.fixture
 def registry(database_url: str) -> Iterator[RegistryService]:
     migrate.upgrade(database_url)
-    engine = create_store_engine(database_url)
+    engine = create_database_engine(database_url)
     yield RegistryService(SchemaStore(engine))
     engine.dispose()
 
@@ -96,7 +97,7 @@ def test_concurrent_registrations_get_distinct_versions_and_shared_ids(
 ) -> None:
     migrate.upgrade(database_url)
     # Separate engines stand in for separate API processes sharing one database.
-    engines = [create_store_engine(database_url) for _ in range(4)]
+    engines = [create_database_engine(database_url) for _ in range(4)]
     services = [RegistryService(SchemaStore(e)) for e in engines]
     subject = Subject("race.orders-value")
     # Records of different names never read each other; this test is about ids and versions.
@@ -144,7 +145,7 @@ def test_upgrading_keeps_finding_schemas_registered_before_identity_ignored_spel
         '{"type":"record","name":"Old","namespace":"legacy",'
         '"fields":[{"name":"id","type":"string"}]}'
     )
-    engine = create_store_engine(database_url)
+    engine = create_database_engine(database_url)
     with engine.begin() as connection:
         connection.execute(
             text(
@@ -165,7 +166,7 @@ def test_upgrading_keeps_finding_schemas_registered_before_identity_ignored_spel
 
     migrate.upgrade(database_url)
 
-    engine = create_store_engine(database_url)
+    engine = create_database_engine(database_url)
     service = RegistryService(SchemaStore(engine))
     respelled = json.dumps(
         {"namespace": "legacy", "fields": [{"type": "string", "name": "id"}], "name": "Old",

@@ -17,7 +17,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from hub_kafka.topics import TopicName, table_suffix
+from hub_core.naming import TopicName, table_suffix
 from spark_loaders.silver import SilverLoader
 from spark_loaders.silver_changes import ChangelogSpec
 from spark_loaders.warehouse import WarehouseBuilder, parse_model

@@ -13,7 +13,7 @@ import uvicorn
 
 from hub_api import ApiSettings, create_app
 from hub_kafka.settings import KafkaSettings
-from registry import migrate
+from migrations import migrate
 from registry.settings import RegistrySettings
 from tests.conftest import REPO
 from tests.support.ports import free_port

@@ -19,9 +19,10 @@ from confluent_kafka import Consumer, TopicPartition
 
 from catalog.teams import TeamStore
 from catalog.types import TeamName
-from registry import migrate
+from hub_core.database import create_database_engine
+from migrations import migrate
 from registry.service import RegistryService
-from registry.store import SchemaStore, create_store_engine
+from registry.store import SchemaStore
 from registry.types import SchemaId
 from registry.wire import unframe
 
@@ -52,7 +53,7 @@ class CdcEnvironment:
         self.bootstrap = bootstrap
         self.registry_url = f"sqlite:///{root / 'registry.db'}"
         migrate.upgrade(self.registry_url)
-        self.engine = create_store_engine(self.registry_url)
+        self.engine = create_database_engine(self.registry_url)
         TeamStore(self.engine).register(name=TeamName("shop"))
         self.registry = RegistryService(SchemaStore(self.engine), cache_seconds=0.0)
         self.suffix = uuid.uuid4().hex[:8]

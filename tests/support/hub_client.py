@@ -10,12 +10,12 @@ import httpx
 from catalog.errors import TeamExists
 from catalog.teams import TeamStore
 from catalog.types import TeamName
-from registry.store import create_store_engine
+from hub_core.database import create_database_engine
 
 
 def create_key(database_url: str, *, team: str | None) -> str:
     """A new API key of `team` (created if missing), or an admin key when `team` is None."""
-    engine = create_store_engine(database_url)
+    engine = create_database_engine(database_url)
     try:
         teams = TeamStore(engine)
         if team is not None:

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from registry.errors import ErrorCode
+from hub_core.errors import ErrorCode
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.unit

@@ -5,10 +5,10 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from registry.errors import ErrorCode
+from hub_core.errors import ErrorCode
+from spark_loaders.errors import MetastoreError
 from spark_loaders.metastore import (
     DERBY_CLIENT_DRIVER,
-    MetastoreError,
     MetastoreKind,
     describe,
     metastore_kind,

@@ -11,7 +11,7 @@ from connectors.config import load
 from connectors.errors import ConnectorConfigError, SecretMissing
 from connectors.reference import render
 from connectors.sources import secret_values
-from registry.errors import ErrorCode
+from hub_core.errors import ErrorCode
 from tests.support.cli import hub
 
 pytestmark = pytest.mark.unit

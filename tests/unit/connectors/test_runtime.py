@@ -4,8 +4,9 @@ import threading
 
 import pytest
 
+from connectors.errors import Stopped
 from connectors.offsets import StoredOffset, offset_key
-from connectors.runtime import Batch, SourceContext, Stopped
+from connectors.runtime import Batch, SourceContext
 
 pytestmark = pytest.mark.unit
 

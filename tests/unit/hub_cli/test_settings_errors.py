@@ -3,8 +3,8 @@
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from hub_core.settings import invalid_settings_message
 from hub_kafka.settings import KafkaSettings
-from registry.settings import invalid_settings_message
 from spark_loaders.settings import LoaderSettings
 from tests.support.cli import hub
 

@@ -2,8 +2,9 @@ import json
 
 import pytest
 
+from hub_core.errors import ErrorCode
 from registry.avro import parse
-from registry.errors import ErrorCode, InvalidSchema
+from registry.errors import InvalidSchema
 
 pytestmark = pytest.mark.unit
 

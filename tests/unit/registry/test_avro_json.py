@@ -7,9 +7,10 @@ from typing import Any
 import fastavro
 import pytest
 
+from hub_core.errors import ErrorCode
 from registry.avro import parse
 from registry.avro_json import from_avro_json
-from registry.errors import ErrorCode, InvalidRecord
+from registry.errors import InvalidRecord
 from registry.serde import encode
 from registry.types import SchemaId
 from registry.wire import unframe

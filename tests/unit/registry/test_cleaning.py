@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from hub_core.errors import ErrorCode
 from registry.avro import parse
 from registry.cleaning import (
     Change,
@@ -21,7 +22,7 @@ from registry.cleaning import (
     has_rules,
     validate_rules,
 )
-from registry.errors import ErrorCode, InvalidRecord, InvalidSchema
+from registry.errors import InvalidRecord, InvalidSchema
 from registry.serde import encode, to_datum
 from registry.types import SchemaId
 

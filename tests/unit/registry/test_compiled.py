@@ -15,10 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hub_core.errors import HubError
 from registry.avro import AvroSchema, parse
 from registry.cleaning import clean, compile_rules, has_rules
 from registry.compiled import CompiledSchema, compiled
-from registry.errors import HubError, InvalidSchema
+from registry.errors import InvalidSchema
 from registry.serde import encode, to_datum
 from registry.types import SchemaId
 

@@ -7,8 +7,9 @@ from decimal import Decimal
 import fastavro
 import pytest
 
+from hub_core.errors import ErrorCode
 from registry.avro import parse
-from registry.errors import ErrorCode, InvalidRecord
+from registry.errors import InvalidRecord
 from registry.serde import decode, encode, to_datum
 from registry.types import SchemaId
 

@@ -1,6 +1,7 @@
 import pytest
 
-from registry.errors import ErrorCode, InvalidWireFormat
+from hub_core.errors import ErrorCode
+from registry.errors import InvalidWireFormat
 from registry.types import SchemaId
 from registry.wire import frame, unframe
 

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from registry.errors import ErrorCode
+from hub_core.errors import ErrorCode
 from spark_loaders.warehouse.errors import InvalidWarehouseModel
 from spark_loaders.warehouse.model import ScdType, load_model, parse_model
 

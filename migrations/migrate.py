@@ -6,7 +6,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import inspect
 
-from registry.store import create_store_engine
+from hub_core.database import create_database_engine
 
 
 def alembic_config(database_url: str) -> Config:
@@ -25,7 +25,7 @@ def upgrade(database_url: str, *, revision: str = "head") -> None:
 
 def current_tables(database_url: str) -> set[str]:
     """The names of the tables in the database (for checks and tests)."""
-    engine = create_store_engine(database_url)
+    engine = create_database_engine(database_url)
     try:
         return set(inspect(engine).get_table_names())
     finally:

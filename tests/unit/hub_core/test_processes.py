@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from registry.processes import BackgroundProcess, port_open, process_alive
+from hub_core.processes import BackgroundProcess, port_open, process_alive
 
 pytestmark = pytest.mark.unit
 

@@ -12,6 +12,8 @@ from enum import StrEnum, unique
 from typing import Any, cast
 
 from catalog.types import Feed, FeedKind
+from hub_core.errors import ErrorCode, HubError
+from hub_core.naming import TopicName, dlq_topic, key_subject, value_subject
 from hub_kafka.producer import (
     Delivery,
     EncodedRecord,
@@ -20,10 +22,9 @@ from hub_kafka.producer import (
     Report,
     TransactionalProducers,
 )
-from hub_kafka.topics import TopicName, dlq_topic, key_subject, value_subject
 from registry.cleaning import Change
 from registry.compiled import CompiledSchema, compiled
-from registry.errors import ErrorCode, HubError, InvalidRecord, TombstoneNotAllowed
+from registry.errors import InvalidRecord, TombstoneNotAllowed
 from registry.service import RegistryService
 from registry.types import SchemaId, Subject, Version
 
@@ -69,6 +70,16 @@ class PublishResult:
     @property
     def ok(self) -> bool:
         return self.error_code is None
+
+
+@dataclass(frozen=True, slots=True)
+class Unparsed:
+    """Source data that could not become a record at all (a log line, a row): it goes to the
+    feed's dead-letter topic as its raw text, with `error` and where it came from."""
+
+    raw: str
+    error: HubError
+    source: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +230,17 @@ class Publisher:
         reports = await self._producer.produce_encoded_async(batch.items) if batch.items else []
         return codecs.outcome(batch.results(reports))
 
+    def dead_letter(self, feed: Feed, unparsed: Sequence[Unparsed]) -> list[PublishResult]:
+        """Write source data that could not become records to the feed's dead-letter topic;
+        each is answered with its error, marked dead-lettered once Kafka acknowledged it."""
+        topic = TopicName(feed.topic)
+        letters = [(dlq_topic(topic), _unparsed_letter(topic, item)) for item in unparsed]
+        deliveries = self._producer.produce_many(letters) if letters else []
+        return [
+            _rejected(item.error, dead_lettered=True) if delivery.ok else _delivered(delivery, ())
+            for item, delivery in zip(unparsed, deliveries, strict=True)
+        ]
+
     def codecs(self, feed: Feed, schema_version: Version | None = None) -> Codecs:
         """How records of `feed` are encoded: its latest (or the pinned) value schema and its
         key schema. Reads the registry (cached), so it may wait on the database."""
@@ -365,19 +387,34 @@ def _dead_letter(topic: TopicName, record: IncomingRecord, error: HubError) -> O
     """The record as it was sent (JSON), with why it was refused in its headers."""
     body = {"key": record.key, "value": record.value, "headers": record.headers,
             "timestamp": record.timestamp}  # fmt: skip
-    headers = [
-        ("hub.error.code", str(int(error.code)).encode()),
-        ("hub.error.message", error.message.encode()),
-        ("hub.error.path", (getattr(error, "path", "") or "").encode()),
-        ("hub.feed", topic.encode()),
-    ]
     return OutgoingRecord(
         key=None
         if isinstance(record.key, Mapping) or record.key is NO_KEY
         else _plain_key(record.key),
         value=json.dumps(body, default=str).encode(),
-        headers=headers,
+        headers=_error_headers(topic, error),
     )
+
+
+def _unparsed_letter(topic: TopicName, item: Unparsed) -> OutgoingRecord:
+    """Unusable source data as JSON, with why and where it came from in headers."""
+    body: dict[str, Any] = {"raw": item.raw}
+    headers = _error_headers(topic, item.error)
+    if item.source is not None:
+        body["source"] = dict(item.source)
+        source = json.dumps(dict(item.source), sort_keys=True).encode()
+        headers.append(("hub.source.partition", source))
+    return OutgoingRecord(key=None, value=json.dumps(body).encode(), headers=headers)
+
+
+def _error_headers(topic: TopicName, error: HubError) -> list[tuple[str, bytes]]:
+    """The headers every dead letter carries: the error's code, message and path, the feed."""
+    return [
+        ("hub.error.code", str(int(error.code)).encode()),
+        ("hub.error.message", error.message.encode()),
+        ("hub.error.path", (getattr(error, "path", "") or "").encode()),
+        ("hub.feed", topic.encode()),
+    ]
 
 
 def _plain_key(key: Any) -> bytes | None:

@@ -3,7 +3,7 @@
 import re
 from typing import NewType
 
-from registry.errors import TerminalError
+from hub_core.errors import TerminalError
 
 TopicName = NewType("TopicName", str)
 

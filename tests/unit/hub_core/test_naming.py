@@ -1,7 +1,7 @@
 import pytest
 
-from hub_kafka.topics import bronze_table, topic_name, value_subject
-from registry.errors import TerminalError
+from hub_core.errors import TerminalError
+from hub_core.naming import bronze_table, topic_name, value_subject
 
 pytestmark = pytest.mark.unit
 

@@ -9,12 +9,12 @@ from typing import Any
 from catalog.errors import InvalidFeed
 from catalog.feeds import FeedStore
 from catalog.types import Feed, FeedKind, TeamName
+from hub_core.naming import dlq_topic, key_subject, topic_name, value_subject
+from hub_core.ttl import TtlCache
 from hub_kafka.admin import TopicAdmin, TopicState
-from hub_kafka.topics import dlq_topic, key_subject, topic_name, value_subject
 from registry.avro import parse
 from registry.errors import SubjectNotFound
 from registry.service import RegistryService
-from registry.ttl import TtlCache
 from registry.types import RegisteredSchema, Subject
 
 log = logging.getLogger(__name__)

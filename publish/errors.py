@@ -1,0 +1,48 @@
+"""Errors of the publish path, and the codes of the Confluent REST Proxy endpoint.
+
+The REST Proxy codes are Confluent REST Proxy's own, so that its clients understand them. They
+cannot join the hub's catalogue (`hub_core.errors.ErrorCode`): the same numbers mean other
+things there (42201 is the registry's "invalid schema", the REST Proxy's "key schema missing").
+Only that endpoint answers with them; like the hub's, a code's first three digits are its HTTP
+status.
+"""
+
+from enum import IntEnum, unique
+
+from hub_core.errors import ErrorCode
+
+
+@unique
+class ProxyErrorCode(IntEnum):
+    """Whole-request errors, with the REST Proxy's numbers (42200 is the hub's addition)."""
+
+    TOPIC_NOT_FOUND = 40401
+    PARTITION_NOT_SUPPORTED = 42200  # the hub partitions by key; a record cannot choose
+    VALUE_SCHEMA_MISSING = 42202
+    JSON_CONVERSION_FAILED = 42203  # no record of the request could be converted and published
+    INVALID_SCHEMA = 42205
+    SCHEMA_NOT_USABLE = 42207  # registering or looking up the schema failed (REST Proxy 6+)
+
+    @property
+    def http_status(self) -> int:
+        return int(str(self.value)[:3])
+
+
+@unique
+class RecordErrorCode(IntEnum):
+    """Per-record `error_code`s of Kafka failures, as the REST Proxy documents them.
+
+    Records the hub refuses as invalid carry the hub's own code instead (42220, ...).
+    """
+
+    KAFKA_ERROR = 1  # non-retriable
+    KAFKA_RETRIABLE_ERROR = 2  # the same record may be accepted if sent again
+
+
+class ProxyRefused(Exception):
+    """A whole request refused, with a REST Proxy code or one of the hub's."""
+
+    def __init__(self, code: ProxyErrorCode | ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message

@@ -1,0 +1,83 @@
+"""The publish path wired up from settings, once for every process that publishes.
+
+The API and the connector worker build the same services from the same settings, so a record is
+checked, cleaned, encoded and acknowledged the same way whichever door it came in by.
+"""
+
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from catalog.feeds import FeedStore
+from catalog.idempotency import IdempotencyStore
+from hub_core.database import create_database_engine
+from hub_kafka.admin import TopicAdmin
+from hub_kafka.producer import FeedProducer, TransactionalProducers
+from hub_kafka.settings import KafkaSettings
+from publish.feeds import FeedService
+from publish.idempotent import IdempotentRequests
+from publish.publisher import Publisher
+from registry.service import RegistryService
+from registry.settings import RegistrySettings
+from registry.store import SchemaStore
+
+
+@dataclass
+class PublishServices:
+    """The database engine, the registry, feeds and `Publisher` over one idempotent producer."""
+
+    engine: Engine
+    registry: RegistryService
+    feeds: FeedService
+    publisher: Publisher
+    idempotency: IdempotentRequests
+    producer: FeedProducer
+    admin: TopicAdmin
+    transactions: TransactionalProducers | None
+
+    def close(self) -> None:
+        """Flush and close the producers, then the database connections."""
+        if self.transactions is not None:
+            self.transactions.close()
+        self.producer.close()
+        self.engine.dispose()
+
+
+def publish_services(
+    registry: RegistrySettings,
+    kafka: KafkaSettings,
+    *,
+    transactional_id_prefix: str | None = None,
+    transactional_producers: int = 0,
+) -> PublishServices:
+    """Wire the hub's database and Kafka into the publish path.
+
+    With a `transactional_id_prefix`, atomic batches are published through a pool of
+    `transactional_producers` transactional producers (the API); without one, `Publisher`
+    refuses atomic batches (connectors never send them).
+    """
+    engine = create_database_engine(registry.database_url, pool_size=registry.pool_size)
+    service = RegistryService(
+        SchemaStore(engine),
+        default_compatibility=registry.default_compatibility,
+        cache_seconds=registry.cache_seconds,
+    )
+    producer = FeedProducer(kafka)
+    transactions = (
+        TransactionalProducers(
+            kafka, id_prefix=transactional_id_prefix, size=transactional_producers
+        )
+        if transactional_id_prefix is not None
+        else None
+    )
+    admin = TopicAdmin(kafka)
+    return PublishServices(
+        engine=engine,
+        registry=service,
+        feeds=FeedService(FeedStore(engine), service, admin, cache_seconds=registry.cache_seconds),
+        publisher=Publisher(service, producer, transactions),
+        idempotency=IdempotentRequests(IdempotencyStore(engine)),
+        producer=producer,
+        admin=admin,
+        transactions=transactions,
+    )
