@@ -45,7 +45,7 @@ from bench.servers import api_server, sqlite_database  # noqa: E402
 from hub_kafka.local_broker import LocalBroker  # noqa: E402
 from hub_kafka.settings import KafkaSettings  # noqa: E402
 from spark_loaders.bronze import BronzeLoader  # noqa: E402
-from spark_loaders.session import build_session  # noqa: E402
+from spark_loaders.session import spark_session  # noqa: E402
 from spark_loaders.settings import LoaderSettings  # noqa: E402
 from tests.support.loader import create_topic, produce_avro, register  # noqa: E402
 from tests.support.ports import free_port  # noqa: E402
@@ -103,62 +103,61 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
         registry_url=api_url,
         trigger_seconds=1.0,
     )
-    spark = build_session(settings, app_name="bench-loader")
-    kafka = KafkaSettings(bootstrap_servers=bootstrap)
-    print(f"Spark up; driver RSS {_rss(spark)[0]:.0f} MB", flush=True)
+    with spark_session(settings, app_name="bench-loader") as spark:
+        kafka = KafkaSettings(bootstrap_servers=bootstrap)
+        print(f"Spark up; driver RSS {_rss(spark)[0]:.0f} MB", flush=True)
 
-    bulk = "bench.bulk"
-    create_topic(bootstrap, bulk, partitions=2)
-    schema_id = register(api_url, "unused-auth-is-off", f"{bulk}-value", SCHEMA)
-    print(f"publishing {args.records} records to {bulk}", flush=True)
-    for first in range(0, args.records, 10_000):
-        values = [
-            {"n": n, "page": f"/p/{n % 50}", "sent_ms": 0}
-            for n in range(first, min(first + 10_000, args.records))
+        bulk = "bench.bulk"
+        create_topic(bootstrap, bulk, partitions=2)
+        schema_id = register(api_url, "unused-auth-is-off", f"{bulk}-value", SCHEMA)
+        print(f"publishing {args.records} records to {bulk}", flush=True)
+        for first in range(0, args.records, 10_000):
+            values = [
+                {"n": n, "page": f"/p/{n % 50}", "sent_ms": 0}
+                for n in range(first, min(first + 10_000, args.records))
+            ]
+            produce_avro(bootstrap, bulk, schema_id, SCHEMA, values)
+
+        hub = Figures("hub bronze loader")
+        base = Figures("minimal job")
+        starters: list[tuple[Figures, Starter]] = [
+            (base, lambda topic, once: _minimal(spark, home, kafka, topic, once)),
+            (hub, lambda topic, once: _hub(spark, settings, home, kafka, topic, once)),
         ]
-        produce_avro(bootstrap, bulk, schema_id, SCHEMA, values)
+        for figures, start in starters:
+            print(f"throughput: {figures.name} catching up {args.records} records", flush=True)
+            began = time.monotonic()
+            query, _ = start(bulk, True)
+            query.awaitTermination()
+            elapsed = time.monotonic() - began
+            figures.throughput = args.records / elapsed
+            figures.rss_mb, figures.peak_rss_mb = _rss(spark)
 
-    hub = Figures("hub bronze loader")
-    base = Figures("minimal job")
-    starters: list[tuple[Figures, Starter]] = [
-        (base, lambda topic, once: _minimal(spark, home, kafka, topic, once)),
-        (hub, lambda topic, once: _hub(spark, settings, home, kafka, topic, once)),
-    ]
-    for figures, start in starters:
-        print(f"throughput: {figures.name} catching up {args.records} records", flush=True)
-        began = time.monotonic()
-        query, _ = start(bulk, True)
-        query.awaitTermination()
-        elapsed = time.monotonic() - began
-        figures.throughput = args.records / elapsed
-        figures.rss_mb, figures.peak_rss_mb = _rss(spark)
-
-    for index, (figures, start) in enumerate(starters):
-        topic = f"bench.fresh{index}"
-        create_topic(bootstrap, topic, partitions=1)
-        topic_schema = register(api_url, "unused-auth-is-off", f"{topic}-value", SCHEMA)
-        print(f"freshness: {figures.name}, {args.rate}/s for {args.duration} s", flush=True)
-        query, path = start(topic, False)
-        acked: dict[int, float] = {}
-        publisher = threading.Thread(
-            target=_publish_steadily,
-            args=(bootstrap, topic, topic_schema, args.rate, args.duration, acked),
-        )
-        publisher.start()
-        seen: dict[int, float] = {}
-        _poll_visible(spark, path, seen, publisher.is_alive)
-        publisher.join()
-        last = max(acked)
-        _poll_visible(spark, path, seen, lambda s=seen, n=last: n not in s, deadline=60)  # type: ignore[misc]
-        query.stop()
-        delays = sorted(seen[o] - acked[o] for o in acked if o in seen)
-        figures.fresh_p50 = statistics.median(delays)
-        figures.fresh_p95 = delays[int(0.95 * (len(delays) - 1))]
-        # Per-batch costs in steady state (the catch-up run is one batch that creates tables).
-        figures.jobs_per_batch, figures.add_batch_ms = _batch_costs(spark, query)
-        rss = _rss(spark)
-        figures.rss_mb, figures.peak_rss_mb = rss[0], max(rss[1], figures.peak_rss_mb)
-    spark.stop()
+        for index, (figures, start) in enumerate(starters):
+            topic = f"bench.fresh{index}"
+            create_topic(bootstrap, topic, partitions=1)
+            topic_schema = register(api_url, "unused-auth-is-off", f"{topic}-value", SCHEMA)
+            print(f"freshness: {figures.name}, {args.rate}/s for {args.duration} s", flush=True)
+            query, path = start(topic, False)
+            acked: dict[int, float] = {}
+            publisher = threading.Thread(
+                target=_publish_steadily,
+                args=(bootstrap, topic, topic_schema, args.rate, args.duration, acked),
+            )
+            publisher.start()
+            seen: dict[int, float] = {}
+            _poll_visible(spark, path, seen, publisher.is_alive)
+            publisher.join()
+            last = max(acked)
+            _poll_visible(spark, path, seen, lambda s=seen, n=last: n not in s, deadline=60)  # type: ignore[misc]
+            query.stop()
+            delays = sorted(seen[o] - acked[o] for o in acked if o in seen)
+            figures.fresh_p50 = statistics.median(delays)
+            figures.fresh_p95 = delays[int(0.95 * (len(delays) - 1))]
+            # Per-batch costs in steady state (the catch-up run is one batch that creates tables).
+            figures.jobs_per_batch, figures.add_batch_ms = _batch_costs(spark, query)
+            rss = _rss(spark)
+            figures.rss_mb, figures.peak_rss_mb = rss[0], max(rss[1], figures.peak_rss_mb)
     _report(base, hub, args)
 
 

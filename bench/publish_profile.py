@@ -5,8 +5,9 @@ does (`create_server_app`, garbage collector tuned) on the benchmark's SQLite da
 and runs its lifespan, then:
 
 1. times each step of the gateway's path separately, without a profiler, for several batch
-   sizes: the steps the route and `Publisher.publish` take, in their order (it calls the same
-   functions, some of them private, so it follows the code as it is today);
+   sizes: the steps the route and `Publisher.publish_async` take, in their order, through the
+   same public functions they call (`parse_publish_body`, `Publisher.codecs`, `PreparedBatch`,
+   `FeedProducer.produce_encoded`, `publish_answer`);
 2. times whole requests through the ASGI app, one at a time, and profiles them with cProfile,
    with the thread-pool hand-offs run inline so that the profiler sees the work.
 
@@ -26,26 +27,25 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar, cast
+from typing import Any
 
-import fastapi.dependencies.utils
-import fastapi.routing
+import anyio.to_thread
 import uvicorn
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from pydantic_core import to_json
 from starlette.types import Message
 
-from bench.publish_bench import TOPIC, Load, Stack, _run_clients, prepared_requests, reading
-from hub_api import ApiSettings, publish_routes
-from hub_api.batches import load_json, plain_records
+from bench.publish_load import Load, prepared_requests, run_clients
+from bench.publish_stack import TOPIC, Stack, reading
+from hub_api import ApiSettings
+from hub_api.batches import load_json, parse_publish_body
+from hub_api.publish_models import publish_answer
 from hub_api.server import create_server_app
 from hub_api.settings import AuthMode
 from hub_cli.logs import configure_logging
-from hub_core.naming import TopicName
-from hub_kafka import producer as producer_module
+from hub_kafka.producer import FeedProducer
 from hub_kafka.settings import KafkaSettings
-from publish import publisher as publish_module
-from publish.publisher import OnError, Publisher, PublishOutcome, PublishResult
+from publish.publisher import OnError, PreparedBatch, Publisher
 from registry.compiled import compiled
 from registry.settings import RegistrySettings
 from registry.types import Subject
@@ -62,13 +62,18 @@ def profile(stack: Stack) -> None:
         RegistrySettings(database_url=stack.database),
         KafkaSettings(bootstrap_servers=stack.bootstrap),
     )
-    asyncio.run(_profile(app))
+    asyncio.run(_profile(app, stack.kafka))
 
 
-async def _profile(app: FastAPI) -> None:
+async def _profile(app: FastAPI, kafka: KafkaSettings) -> None:
     async with app.router.lifespan_context(app):
         print("\nprofile: the gateway's steps, timed one by one (us per record, medians)")
-        steps = {batch: await _time_steps(app, batch) for batch in BATCHES}
+        # A producer as the app's own (`FeedProducer` on the same settings), for the steps.
+        producer = FeedProducer(kafka)
+        try:
+            steps = {batch: await _time_steps(app, producer, batch) for batch in BATCHES}
+        finally:
+            producer.close()
         names = list(next(iter(steps.values())))
         print(f"{'step':<52}" + "".join(f"{f'batch {b}':>12}" for b in BATCHES))
         for name in names:
@@ -88,13 +93,13 @@ async def _profile(app: FastAPI) -> None:
 # -- 1. the steps, one by one ------------------------------------------------------------------
 
 
-async def _time_steps(app: FastAPI, batch: int) -> dict[str, float]:
+async def _time_steps(app: FastAPI, producer: FeedProducer, batch: int) -> dict[str, float]:
     """Per record microseconds of each step of one request of `batch` records (medians)."""
     publisher: Publisher = app.state.publisher
     registry = app.state.registry
     feeds = app.state.feeds
     metrics = app.state.metrics
-    settings = app.state.api_settings
+    max_records = app.state.api_settings.max_records_per_request
     raw = json.dumps({"records": [{"value": reading(n)} for n in range(batch)]}).encode()
     samples: dict[str, list[float]] = {}
     deadline = time.monotonic() + STEP_BUDGET_S
@@ -103,11 +108,11 @@ async def _time_steps(app: FastAPI, batch: int) -> dict[str, float]:
             break
         clock = _Clock(samples)
         with clock("load_json (body, pydantic-core)"):
-            document = load_json(raw)
-        with clock("plain_records (IncomingRecord objects)"):
-            plain = plain_records(document)
-            assert plain is not None
-            records = plain[0]
+            load_json(raw)
+        with clock("parse_publish_body (incl. load_json)"):
+            records, _version = parse_publish_body(
+                raw, content_type="application/json", max_records=max_records
+            )
         with clock("lookup: FeedService.get (SQL)"):
             feed = feeds.get(TOPIC)
         with clock("lookup: the latest schema version"):
@@ -115,47 +120,35 @@ async def _time_steps(app: FastAPI, batch: int) -> dict[str, float]:
             version = registry.current(subject=subject)
         with clock("lookup: RegistryService.schema (SQL + cached parse)"):
             schema = registry.schema(schema_id=version.schema_id)
+        with clock("Publisher.codecs (the 2 lookups above + key)"):
+            codecs = publisher.codecs(feed)
         converter = compiled(schema)
         with clock("  compiled clean_to_datum (natural JSON -> datum)"):
             datums = [converter.clean_to_datum(r.value)[0] for r in records]
         with clock("  fastavro.schemaless_writer + frame"):
             for datum in datums:
                 converter.encode(datum, version.schema_id)
-        with clock("_prepare (all of it, incl. the 2 above)"):
-            values = publish_module._ValueCodec(
-                feed, TopicName(TOPIC), converter, version.schema_id
-            )
-            keys = publisher._key_codec(feed)
-            prepared = [publish_module._prepare(r, values, keys, None) for r in records]
-        producer = publisher._producer
-        pending = producer_module._Pending(len(prepared))
-        cpu_before = time.process_time()
-        with clock("produce: Producer.produce per record"):
-            for index, (record, _changes) in enumerate(prepared):
-                producer_module._send(producer._producer, *record, pending.report, pending, index)
-        with clock("produce: wait for acks (wall: linger + broker)"):
-            pending.wait(60)
-        samples.setdefault("produce: CPU of all threads, enqueue to last ack", []).append(
+        with clock("PreparedBatch (all of it, incl. the 2 above)"):
+            prepared = PreparedBatch(records, codecs, on_error=OnError.REJECT)
+        cpu_before, thread_before = time.process_time(), time.thread_time()
+        with clock("produce_encoded (wall: enqueue + linger + broker)"):
+            reports = producer.produce_encoded(prepared.items)
+        samples.setdefault("produce_encoded: CPU of this thread (enqueue)", []).append(
+            time.thread_time() - thread_before
+        )
+        samples.setdefault("produce_encoded: CPU of all threads, to last ack", []).append(
             time.process_time() - cpu_before
         )
-        with clock("report -> PublishResult"):
-            results = [
-                PublishResult(partition=r[0], offset=r[1], cleaned=changes)
-                if isinstance(r, tuple)
-                else publish_module._delivered(r, changes)
-                for r, (_record, changes) in zip(pending.reports(), prepared, strict=True)
-            ]
-            outcome = PublishOutcome(
-                schema_id=version.schema_id, schema_version=version.version, results=results
-            )
+        with clock("PreparedBatch.results -> PublishOutcome"):
+            outcome = codecs.outcome(prepared.results(reports))
         with clock("metrics.record_publish (counters per request)"):
             metrics.record_publish(TOPIC, outcome, 0.0)
-        with clock("_answer: plain dicts"):
-            _status, content = publish_routes._answer(TOPIC, outcome)
+        with clock("publish_answer: plain dicts"):
+            _status, content = publish_answer(TOPIC, outcome)
         with clock("render (pydantic-core to_json)"):
             to_json(content)
         with clock("the route's whole path (sequential, no HTTP)"):
-            await _route_path(publisher, feeds, metrics, raw, settings.max_records_per_request)
+            await _route_path(publisher, feeds, metrics, raw, max_records)
     return {name: statistics.median(values) * 1e6 / batch for name, values in samples.items()}
 
 
@@ -164,16 +157,14 @@ async def _route_path(
 ) -> None:
     """What the route does for a request without an idempotency key, minus the hand-offs."""
     feed = feeds.get(TOPIC)
-    records, _version = publish_routes._parse_body(cast(Request, _JsonRequest()), raw, max_records)
+    records, _version = parse_publish_body(
+        raw, content_type="application/json", max_records=max_records
+    )
     codecs = publisher.codecs(feed)
     outcome = await publisher.publish_async(codecs, records, on_error=OnError.REJECT)
     metrics.record_publish(TOPIC, outcome, 0.0)
-    _status, content = publish_routes._answer(TOPIC, outcome)
+    _status, content = publish_answer(TOPIC, outcome)
     to_json(content)
-
-
-class _JsonRequest:
-    headers: ClassVar[dict[str, str]] = {"content-type": "application/json"}
 
 
 class _Clock:
@@ -248,8 +239,9 @@ async def _time_requests(app: FastAPI, batch: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
-async def _inline(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    return func(*args, **kwargs)
+async def _inline(func: Callable[..., Any], *args: Any, **_options: Any) -> Any:
+    """`anyio.to_thread.run_sync`, run on the calling thread instead (its options unused)."""
+    return func(*args)
 
 
 # (file, function) -> label; cumulative times, so nested lines are part of the line above.
@@ -258,32 +250,34 @@ _KEY_FUNCTIONS = (
     (("uvicorn/", "run_asgi"), "uvicorn: one request through the app"),
     (("hub_api/metrics.py", "__call__"), "  RequestMetrics middleware (all inside)"),
     (("publish_routes.py", "publish_records"), "    the route, all of it"),
-    (("publish_routes.py", "_parse_body"), "      parse: load_json + plain_records"),
-    (("hub_kafka/feeds.py", "get"), "      FeedService.get (SQL)"),
-    (("hub_kafka/publish.py", "codecs"), "      Publisher.codecs (registry lookups)"),
+    (("hub_api/batches.py", "parse_publish_body"), "      parse: load_json + plain_records"),
+    (("publish/feeds.py", "current"), "      FeedService.current (SQL)"),
+    (("publish/publisher.py", "codecs"), "      Publisher.codecs (registry lookups)"),
     (("registry/service.py", "current"), "        RegistryService.current"),
     (("registry/service.py", "version"), "        RegistryService.version (SQL)"),
     (("registry/service.py", "schema"), "        RegistryService.schema (SQL)"),
-    (("hub_kafka/publish.py", "publish_async"), "      Publisher.publish_async"),
-    (("hub_kafka/publish.py", "__init__"), "        _Batch: check and encode each record"),
-    (("hub_kafka/publish.py", "_prepare"), "          _prepare (per record)"),
+    (("publish/publisher.py", "publish_async"), "      Publisher.publish_async"),
+    (("publish/publisher.py", "__init__"), "        PreparedBatch: check and encode each record"),
+    (("publish/publisher.py", "_prepare"), "          _prepare (per record)"),
     (("registry/compiled.py", "clean_to_datum"), "            compiled clean_to_datum"),
     (("registry/compiled.py", "encode"), "            CompiledSchema.encode"),
     # fastavro's writer is Cython, invisible to cProfile: it is part of encode's own time.
     (("hub_kafka/producer.py", "_send_encoded"), "        FeedProducer._send_encoded"),
     (("hub_kafka/producer.py", "_send"), "          _send (callback + produce)"),
-    (("hub_kafka/publish.py", "results"), "        _Batch.results (PublishResult)"),
+    (("publish/publisher.py", "results"), "        PreparedBatch.results (PublishResult)"),
     (("hub_api/metrics.py", "record_publish"), "      metrics.record_publish"),
-    (("publish_routes.py", "_answer"), "      _answer (plain dicts)"),
+    (("publish_models.py", "publish_answer"), "      publish_answer (plain dicts)"),
     (("logging/__init__.py", "handle"), "uvicorn access log (Logger.handle)"),
 )
 
 # Own time by where the code lives: first match wins.
 _PACKAGES = (
     ("hub_api/", "hub_api"),
+    ("/publish/", "publish (publisher, feeds)"),
     ("hub_kafka/", "hub_kafka"),
     ("registry/", "registry (serde, store, service)"),
     ("catalog/", "catalog (feeds)"),
+    ("hub_core/", "hub_core"),
     ("fastavro", "fastavro"),
     ("pydantic", "pydantic"),
     ("sqlalchemy", "SQLAlchemy + sqlite3"),
@@ -339,17 +333,17 @@ async def _profile_http(app: FastAPI, *, batch: int, duration_s: float) -> None:
         nonlocal load
         started = time.thread_time()
         load = asyncio.run(
-            _run_clients(port, requests, batch=batch, clients=2, duration_s=duration_s)
+            run_clients(port, requests, batch=batch, clients=2, duration_s=duration_s)
         )
         generator_cpu.append(time.thread_time() - started)
 
-    patched = (publish_routes, fastapi.dependencies.utils, fastapi.routing)
-    saved = [m.run_in_threadpool for m in patched]
+    # Every thread-pool hand-off (the route's lookups, FastAPI's sync dependencies) goes
+    # through `anyio.to_thread.run_sync`; run inline, the loop thread does all the work.
+    run_sync = anyio.to_thread.run_sync
     profiler = cProfile.Profile(time.thread_time)
     generator = threading.Thread(target=generate, name="generator")
     try:
-        for module in patched:
-            module.run_in_threadpool = _inline  # type: ignore[attr-defined]
+        anyio.to_thread.run_sync = _inline  # type: ignore[assignment]
         process_before, loop_before = time.process_time(), time.thread_time()
         profiler.enable()
         generator.start()
@@ -359,8 +353,7 @@ async def _profile_http(app: FastAPI, *, batch: int, duration_s: float) -> None:
         process_cpu = time.process_time() - process_before
         loop_cpu = time.thread_time() - loop_before
     finally:
-        for module, original in zip(patched, saved, strict=True):
-            module.run_in_threadpool = original  # type: ignore[attr-defined]
+        anyio.to_thread.run_sync = run_sync
         server.should_exit = True
         await asyncio.wait_for(serving, timeout=30)
     if load.errors or not load.records:

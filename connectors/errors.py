@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from pathlib import Path
 
-from hub_core.errors import ErrorCode, TerminalError
+from hub_core.errors import ErrorCode, TerminalError, TransientError
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,12 @@ class UnparseableRecord(TerminalError):
     """Source data (a log line, a row) that cannot become a record; it goes to the DLQ."""
 
     code = ErrorCode.UNPARSEABLE_SOURCE_RECORD
+
+
+class SourceUnavailable(TransientError):
+    """A connector's source (a JDBC database) could not be reached; the task retries it."""
+
+    code = ErrorCode.SOURCE_UNAVAILABLE
 
 
 class Stopped(Exception):

@@ -13,8 +13,9 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from connectors.config import CONNECTOR_TYPES, ConnectorBase, SchemaOptions
+from connectors.base import ConnectorBase, SchemaOptions
 from connectors.logfile.config import LogField
+from connectors.plugins import PLUGINS
 
 _HEADER = """# Connector configuration reference
 
@@ -83,7 +84,8 @@ def render() -> str:
     common = tuple(ConnectorBase.model_fields)
     parts = [_HEADER, "## Keys of every connector file\n", _table(ConnectorBase), ""]
     parts.append(_section(SchemaOptions, "###"))
-    for kind, model in CONNECTOR_TYPES.items():
+    for kind, plugin in PLUGINS.items():
+        model = plugin.model
         parts.append(f"## `type: {kind}`\n")
         parts.append(_section(model, "###", skip=common))
         source = model.model_fields["source"].annotation

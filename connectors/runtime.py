@@ -4,11 +4,19 @@ A source reads its system and hands the runtime `Batch`es: records for one topic
 position they reach. The sink publishes a batch through the hub's one publish path (`Publisher`,
 invalid records to `<topic>.dlq`) and commits the position only after Kafka acknowledged every
 record, so a crash replays a batch at worst and never skips one.
+
+Failures are handled by their kind (ADR 0019). A batch Kafka did not take is published again
+with backoff; a transient failure that remains (the source's database or Kafka unavailable) makes
+the task build its source again and resume from the stored position, with backoff, while it
+stays RUNNING and its status says it is retrying. A terminal failure, or transient ones lasting
+longer than `retry_limit_seconds` without progress, leave it FAILED.
 """
 
+import datetime as dt
 import json
 import logging
 import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,6 +28,7 @@ from connectors.offsets import OffsetStore, SourceOffset, SourcePartition, Store
 from connectors.settings import ConnectSettings
 from hub_core.errors import ErrorCode, HubError, TerminalError
 from hub_core.naming import topic_name, value_subject
+from hub_core.retries import Backoff, RetryNotice, is_transient, retry_transient_interruptibly
 from hub_kafka.errors import KafkaUnavailable
 from publish.feeds import FeedService, FeedSpec
 from publish.publisher import IncomingRecord, OnError, Publisher, Unparsed
@@ -54,6 +63,7 @@ class SourceContext:
         stop: threading.Event,
         resumed: threading.Event,
         metrics: dict[str, Any] | None = None,
+        on_progress: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
         self.stored = offsets
@@ -62,6 +72,8 @@ class SourceContext:
         self._emit = emit
         self._stop = stop
         self._resumed = resumed
+        # Told when the source shows it works: a batch is in Kafka, or it is idle between reads.
+        self._on_progress = on_progress
         self.log = logging.getLogger(f"connectors.{name}")
 
     @property
@@ -82,12 +94,18 @@ class SourceContext:
         self._emit(batch)
         self.stored = [s for s in self.stored if s.partition != dict(batch.partition)]
         self.stored.append(StoredOffset(partition=dict(batch.partition), offset=dict(batch.offset)))
+        self._progress()
 
     def sleep(self, seconds: float) -> None:
         """Wait between polls; returns early on stop (raising `Stopped`), waits while paused."""
+        self._progress()
         if self._stop.wait(seconds):
             raise Stopped()
         self._wait_resumed()
+
+    def _progress(self) -> None:
+        if self._on_progress is not None:
+            self._on_progress()
 
     def _wait_resumed(self) -> None:
         while not self._resumed.wait(0.5):
@@ -127,7 +145,14 @@ class FeedSink:
         self._registry = registry
         self._publisher = publisher
         self._offsets = offsets
-        self._settings = settings
+        # A batch Kafka did not take is published again `publish_retries` times, then the task
+        # takes over (it rebuilds the source, within `retry_limit_seconds`).
+        self._backoff = Backoff(
+            initial_s=settings.retry_backoff_seconds,
+            max_s=settings.retry_backoff_max_seconds,
+            attempts=settings.publish_retries + 1,
+            timeout_s=settings.retry_limit_seconds,
+        )
 
     def prepare(self, specs: Sequence[FeedSpec]) -> None:
         """Create missing feeds; register the current schema of existing ones (if compatible)."""
@@ -146,29 +171,42 @@ class FeedSink:
                 schema_text=spec.value_schema,
             )
 
-    def write(self, batch: Batch, *, stop: threading.Event) -> None:
-        """Publish the batch (retrying what Kafka did not acknowledge), then commit its offset."""
-        attempt = 0
-        while True:
-            failures = self._publish(batch)
-            if not failures:
-                break
-            retriable = all(code is ErrorCode.KAFKA_UNAVAILABLE for code, _ in failures)
-            if not retriable or attempt >= self._settings.publish_retries:
-                code, message = failures[0]
-                error: HubError = (
-                    KafkaUnavailable(message) if retriable else TerminalError(message, code=code)
-                )
-                raise error
-            backoff = self._settings.retry_backoff_seconds * 2**attempt
-            attempt += 1
-            log.warning(
-                "%s: %d record(s) to %s not acknowledged (%s); retry %d in %.0fs",
-                self._connector, len(failures), batch.topic, failures[0][1], attempt, backoff,
-            )  # fmt: skip
-            if stop.wait(backoff):
+    def write(
+        self,
+        batch: Batch,
+        *,
+        stop: threading.Event,
+        on_retry: Callable[[RetryNotice], None] | None = None,
+    ) -> None:
+        """Publish the batch, then commit its offset; what Kafka did not take is retried with
+        backoff (`publish_retries` times), then raised as `KafkaUnavailable` for the task."""
+
+        def wait(seconds: float) -> None:
+            if stop.wait(seconds):
                 raise Stopped()
-        self._offsets.commit(self._connector, batch.partition, batch.offset)
+
+        retry_transient_interruptibly(
+            lambda: self._publish_all(batch), backoff=self._backoff, sleep=wait, on_retry=on_retry
+        )
+        retry_transient_interruptibly(
+            lambda: self._offsets.commit(self._connector, batch.partition, batch.offset),
+            backoff=self._backoff,
+            sleep=wait,
+            on_retry=on_retry,
+        )
+
+    def _publish_all(self, batch: Batch) -> None:
+        """Publish every record; raise `KafkaUnavailable` (transient) when Kafka did not take
+        some, or a terminal error with the code of the first record that failed otherwise."""
+        failures = self._publish(batch)
+        if not failures:
+            return
+        code, message = failures[0]
+        if all(c is ErrorCode.KAFKA_UNAVAILABLE for c, _ in failures):
+            raise KafkaUnavailable(
+                f"{len(failures)} record(s) to {batch.topic} not acknowledged: {message}"
+            )
+        raise TerminalError(message, code=code)
 
     def _publish(self, batch: Batch) -> list[tuple[ErrorCode, str]]:
         failures: list[tuple[ErrorCode, str]] = []
@@ -207,6 +245,18 @@ class TaskStatus:
     records: int = 0
     batches: int = 0
     metrics: dict[str, Any] = field(default_factory=dict)
+    # While the task retries a transient failure: attempts, since, next wait, last error.
+    retry: dict[str, Any] | None = None
+
+
+def task_backoff(settings: ConnectSettings) -> Backoff:
+    """How a task retries its source: jittered exponential waits, for `retry_limit_seconds`."""
+    return Backoff(
+        initial_s=settings.retry_backoff_seconds,
+        max_s=settings.retry_backoff_max_seconds,
+        attempts=None,
+        timeout_s=settings.retry_limit_seconds,
+    )
 
 
 class Task:
@@ -221,6 +271,7 @@ class Task:
         offsets: OffsetStore,
         on_change: Callable[["Task"], None],
         redact: Callable[[str], str],
+        backoff: Backoff,
     ) -> None:
         self.name = name
         self._build = build
@@ -228,17 +279,23 @@ class Task:
         self._offsets = offsets
         self._on_change = on_change
         self._redact = redact
+        self._backoff = backoff
         self.status = TaskStatus()
         self._stop = threading.Event()
         self._resumed = threading.Event()
         self._resumed.set()
         self._thread: threading.Thread | None = None
+        self._progressed = False  # by the source built last
+        self._failures = 0  # transient failures since the source last made progress
+        self._failing_since = 0.0  # time.monotonic() of the first of them
+        self._failing_since_text = ""  # the same moment in UTC, for the status
 
     def start(self, *, paused: bool = False) -> None:
         self._stop = threading.Event()
         if paused:
             self._resumed.clear()
         self.status = TaskStatus()
+        self._failures = 0
         self._thread = threading.Thread(target=self._run, name=f"connector-{self.name}")
         self._thread.start()
 
@@ -276,32 +333,61 @@ class Task:
 
     def _run(self) -> None:
         try:
-            source = self._build()
-            self._sink.prepare(source.feeds())
-            stored = self._offsets.load(self.name)
-            log.info("%s: starting from %d stored position(s)", self.name, len(stored))
-            self._set(State.RUNNING if self._resumed.is_set() else State.PAUSED)
-            context = SourceContext(
-                self.name,
-                offsets=stored,
-                emit=self._emit,
-                stop=self._stop,
-                resumed=self._resumed,
-                metrics=self.status.metrics,
-            )
-            source.run(context)
-            if not self._stop.is_set():
-                log.info("%s: the source has finished", self.name)
-                self._set(State.STOPPED, trace="the source finished")
+            self._supervise()
         except Stopped:
             pass
         except Exception as exc:
-            trace = self._redact("".join(traceback.format_exception(exc)))
-            log.error("%s: failed: %s", self.name, self._redact(str(exc)))
-            self._set(State.FAILED, trace=trace)
+            self._fail(exc)
+
+    def _supervise(self) -> None:
+        """Run the source; after a transient failure, build it again from the stored position.
+
+        One run of retries lasts until the source makes progress (a batch in Kafka, or idle
+        between reads) and is bounded by the backoff's time limit; a transient failure after
+        progress starts a new run, at once, with its own bound.
+        """
+        while True:
+            try:
+                retry_transient_interruptibly(
+                    self._attempt,
+                    backoff=self._backoff,
+                    sleep=self._wait,
+                    on_retry=self._retrying,
+                    also=lambda _: not self._progressed,
+                )
+                return
+            except Exception as exc:
+                if not (is_transient(exc) and self._progressed):
+                    raise
+                if self._stop.is_set():
+                    raise Stopped() from exc
+                self._retrying(RetryNotice(attempt=1, wait_s=0.0, elapsed_s=0.0, error=exc))
+
+    def _attempt(self) -> None:
+        """Build the source, prepare its feeds and run it from the stored positions."""
+        self._progressed = False
+        source = self._build()
+        self._sink.prepare(source.feeds())
+        stored = self._offsets.load(self.name)
+        log.info("%s: starting from %d stored position(s)", self.name, len(stored))
+        self._set(State.RUNNING if self._resumed.is_set() else State.PAUSED)
+        context = SourceContext(
+            self.name,
+            offsets=stored,
+            emit=self._emit,
+            stop=self._stop,
+            resumed=self._resumed,
+            metrics=self.status.metrics,
+            on_progress=self._progress,
+        )
+        source.run(context)
+        if not self._stop.is_set():
+            log.info("%s: the source has finished", self.name)
+            self.status.retry = None
+            self._set(State.STOPPED, trace="the source finished")
 
     def _emit(self, batch: Batch) -> None:
-        self._sink.write(batch, stop=self._stop)
+        self._sink.write(batch, stop=self._stop, on_retry=self._retrying)
         self.status.records += len(batch.records) + len(batch.rejected)
         self.status.batches += 1
         if batch.records or batch.rejected:
@@ -312,7 +398,71 @@ class Task:
                 self._redact(json.dumps(dict(batch.offset), default=str)),
             )  # fmt: skip
 
+    def _wait(self, seconds: float) -> None:
+        """A backoff wait that ends at once, raising `Stopped`, when the task is stopped."""
+        if self._stop.wait(seconds):
+            raise Stopped()
+
+    def _retrying(self, notice: RetryNotice) -> None:
+        """Show a transient failure about to be retried: the state stays, the status says so."""
+        if self._failures == 0:
+            self._failing_since = time.monotonic()
+            self._failing_since_text = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        self._failures += 1
+        error = self._describe(notice.error)
+        limit_s = self._backoff.timeout_s
+        self.status.retry = {
+            "attempts": self._failures,
+            "since": self._failing_since_text,
+            "next_in_seconds": round(notice.wait_s, 1),
+            "last_error": error,
+            "last_error_code": int(notice.error.code)
+            if isinstance(notice.error, HubError)
+            else None,
+            "gives_up_after_seconds": limit_s,
+        }
+        log.warning("%s: transient failure %d, retrying in %.1fs: %s", self.name,
+                    self._failures, notice.wait_s, error)  # fmt: skip
+        state = self.status.state
+        if state not in (State.RUNNING, State.PAUSED):
+            state = State.RUNNING if self._resumed.is_set() else State.PAUSED
+        self._set(
+            state,
+            trace=f"retrying after {self._failures} transient failure(s), next attempt in "
+            f"{notice.wait_s:.1f}s; FAILED if this lasts {limit_s:.0f}s without progress. "
+            f"Last error: {error}",
+        )
+
+    def _progress(self) -> None:
+        """The source works again: end the current run of retries."""
+        self._progressed = True
+        if self.status.retry is not None:
+            log.info("%s: recovered after %d transient failure(s)", self.name, self._failures)
+            self._failures = 0
+            self.status.retry = None
+            self._set(self.status.state)
+
+    def _fail(self, exc: Exception) -> None:
+        trace = self._redact("".join(traceback.format_exception(exc)))
+        if is_transient(exc) and self._failures:
+            waited = time.monotonic() - self._failing_since
+            trace = (
+                f"gave up after {self._failures + 1} transient failure(s) in {waited:.0f}s "
+                "without progress (HUB_CONNECT_RETRY_LIMIT_SECONDS); restart the connector "
+                f"once the cause is fixed.\n{trace}"
+            )
+        log.error("%s: failed: %s", self.name, self._describe(exc))
+        self.status.retry = None
+        self._set(State.FAILED, trace=trace)
+
+    def _describe(self, error: BaseException) -> str:
+        """`<type> (<code>): <message>`, with the connector's secrets masked."""
+        code = f" ({int(error.code)})" if isinstance(error, HubError) else ""
+        return self._redact(f"{type(error).__name__}{code}: {error}")
+
     def _set(self, state: State, *, trace: str | None = None) -> None:
+        """Record and report a state; while retrying, the trace keeps saying why."""
         self.status.state = state
-        self.status.trace = trace
+        if trace is not None or self.status.retry is None:
+            self.status.trace = trace
         self._on_change(self)

@@ -41,8 +41,30 @@ class ConnectSettings(BaseSettings):
         ),
     )
     publish_retries: int = Field(
-        default=5, ge=0, description="Retries of a batch Kafka did not acknowledge."
+        default=5,
+        ge=0,
+        description=(
+            "Retries of a batch Kafka did not acknowledge before the task starts its source "
+            "again from the stored position (itself a retry, within `retry_limit_seconds`)."
+        ),
     )
     retry_backoff_seconds: float = Field(
-        default=2.0, gt=0, description="Wait before the first retry; doubles on each retry."
+        default=2.0,
+        gt=0,
+        description=(
+            "Wait before the first retry of a transient failure; doubles on each retry, plus a "
+            "random jitter of up to one second."
+        ),
+    )
+    retry_backoff_max_seconds: float = Field(
+        default=30.0, gt=0, description="Longest wait between two retries of a transient failure."
+    )
+    retry_limit_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description=(
+            "How long a connector task keeps retrying transient failures (its source or Kafka "
+            "unavailable) without making progress before it gives up and is FAILED. While it "
+            "retries, its state stays RUNNING and its status carries `retry`."
+        ),
     )

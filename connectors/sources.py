@@ -1,30 +1,17 @@
-"""The one map from a connector type to the module that builds its source.
+"""Building a connector's source through its plugin, and the secret texts to mask in its logs."""
 
-Each plugin's `source.py` has `create(config) -> Source`, taking its connector model from
-`connectors.config`. Modules are imported when a connector of their type runs, so a process
-running log files does not load database drivers.
-"""
-
-import importlib
 from typing import Any
 
 from pydantic import BaseModel, SecretStr
 
 from connectors.config import LoadedConnector
+from connectors.plugins import PLUGINS
 from connectors.runtime import Source
-
-SOURCE_MODULES: dict[str, str] = {
-    "postgres-cdc": "connectors.postgres.source",
-    "jdbc": "connectors.jdbc.source",
-    "logfile": "connectors.logfile.source",
-}
 
 
 def build_source(loaded: LoadedConnector) -> Source:
     """A new source for the connector (a restart builds a fresh one)."""
-    module = importlib.import_module(SOURCE_MODULES[loaded.config.type])
-    source: Source = module.create(loaded.config)
-    return source
+    return PLUGINS[loaded.config.type].build_source(loaded.config)
 
 
 def secret_values(loaded: LoadedConnector) -> list[str]:

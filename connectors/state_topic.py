@@ -120,7 +120,12 @@ class StateTopic:
             consumer.close()
 
     def _watermarks(self, consumer: Consumer) -> tuple[int, int]:
-        """Low and high offsets; a topic created a moment ago may take a while to be known."""
+        """Low and high offsets; a topic created a moment ago may take a while to be known.
+
+        The loop waits for the new topic to appear, for at most `_TIMEOUT_S`: it is a poll for
+        readiness, not a retry of a failure, so every other error is raised at once (Kafka
+        being away is `KafkaUnavailable`, which the connector task retries with backoff).
+        """
         deadline = time.monotonic() + _TIMEOUT_S
         while True:
             try:

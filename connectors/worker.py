@@ -21,7 +21,7 @@ from connectors.control import (
     now_ms,
 )
 from connectors.errors import ConfigProblem, ConnectorConfigError
-from connectors.runtime import FeedSink, Task
+from connectors.runtime import FeedSink, Task, task_backoff
 from connectors.settings import ConnectSettings
 from connectors.sources import build_source, secret_values
 from hub_kafka.settings import KafkaSettings
@@ -103,6 +103,7 @@ class Worker:
                 task.stop()
                 task.status.state = State.UNASSIGNED
                 task.status.trace = "the worker was shut down"
+                task.status.retry = None
                 self._report(task)
             follower.join(timeout=5)
 
@@ -147,6 +148,7 @@ class Worker:
             offsets=self._control.offsets,
             on_change=self._report,
             redact=redact,
+            backoff=task_backoff(self._settings),
         )
         self._tasks[loaded.name] = task
         paused = self._control.target_state(loaded.name) is TargetState.PAUSED
@@ -180,6 +182,8 @@ class Worker:
             entry["trace"] = status.trace
         if status.metrics:
             entry["metrics"] = dict(status.metrics)
+        if status.retry:
+            entry["retry"] = dict(status.retry)
         with self._lock:
             try:
                 self._control.report(task.name, state=status.state, tasks=[entry], trace=None)

@@ -6,12 +6,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
-from hub_api.errors import MalformedBody, TooManyRecords
+from hub_api.errors import MalformedBody, TooManyRecords, UnsupportedMediaType
+from hub_api.publish_models import RecordsIn
 from publish.publisher import IncomingRecord
 
 M = TypeVar("M", bound=BaseModel)
 
 
+JSON_MEDIA_TYPES = ("application/json", "application/vnd.hub.v1+json")
 _BODY_KEYS = frozenset({"records", "schema_version"})
 _RECORD_KEYS = frozenset({"value", "key", "headers", "timestamp"})
 
@@ -24,6 +26,32 @@ def parse_batch(raw: bytes, model: type[M], *, max_records: int) -> M:
     document = load_json(raw)
     check_count(document, max_records)
     return validate(document, model)
+
+
+def parse_publish_body(
+    raw: bytes, *, content_type: str, max_records: int
+) -> tuple[list[IncomingRecord], int | None]:
+    """The records of a publish body (`RecordsIn`) and its pinned `schema_version`, if any.
+
+    41501 unless `content_type` is JSON, 40001 for bad JSON or shape, 42224 past `max_records`.
+    A body already in the plain shape (the common case) skips the per-record models.
+    """
+    media_type = content_type.split(";")[0].strip().lower()
+    if media_type not in JSON_MEDIA_TYPES:
+        raise UnsupportedMediaType(
+            f"Content-Type '{media_type or '(none)'}' is not supported; send application/json."
+        )
+    document = load_json(raw)
+    check_count(document, max_records)
+    plain = plain_records(document)
+    if plain is not None:
+        return plain
+    body = validate(document, RecordsIn)
+    records = [
+        IncomingRecord(value=r.value, key=r.key, headers=r.headers, timestamp=r.timestamp)
+        for r in body.records
+    ]
+    return records, body.schema_version
 
 
 def load_json(raw: bytes) -> Any:

@@ -10,25 +10,15 @@ from pydantic_core import to_json
 
 from catalog.types import Feed
 from hub_api.auth import Caller, require_owner
-from hub_api.batches import check_count, load_json, plain_records, validate
+from hub_api.batches import parse_publish_body
 from hub_api.deps import Feeds, Idempotency, Metrics, PublisherDep, Settings
-from hub_api.errors import UnsupportedMediaType
-from hub_api.publish_models import PublishPublic, RecordsIn
+from hub_api.publish_models import PublishPublic, RecordsIn, publish_answer
 from publish.feeds import FeedService
 from publish.idempotent import Answer, Attempt
-from publish.publisher import (
-    Codecs,
-    IncomingRecord,
-    OnError,
-    Publisher,
-    PublishOutcome,
-    PublishResult,
-)
+from publish.publisher import Codecs, OnError, Publisher
 from registry.types import Version
 
 router = APIRouter(prefix="/v1", tags=["publish"])
-
-_JSON_TYPES = ("application/json", "application/vnd.hub.v1+json")
 
 
 @router.post(
@@ -67,7 +57,11 @@ async def publish_records(
     feed, latest = await run_in_threadpool(_lookups, feeds, publisher, topic)
     require_owner(caller, feed.owner, what=f"Feed '{topic}'")
     raw = await request.body()
-    records, schema_version = _parse_body(request, raw, settings.max_records_per_request)
+    records, schema_version = parse_publish_body(
+        raw,
+        content_type=request.headers.get("content-type", ""),
+        max_records=settings.max_records_per_request,
+    )
     version = Version(schema_version) if schema_version else None
 
     async def attempt() -> Attempt:
@@ -94,7 +88,7 @@ async def publish_records(
                 codecs, records, on_error=on_error, idempotency_key=idempotency_key
             )
         metrics.record_publish(feed.topic, outcome, time.perf_counter() - started)
-        status, content = _answer(topic, outcome)
+        status, content = publish_answer(topic, outcome)
         return Attempt(Answer(status, to_json(content)), reached_kafka=outcome.accepted > 0)
 
     answer = await idempotency.answer(
@@ -114,75 +108,3 @@ async def publish_records(
 def _lookups(feeds: FeedService, publisher: Publisher, topic: str) -> tuple[Feed, Codecs]:
     feed = feeds.current(topic)
     return feed, publisher.codecs(feed)
-
-
-def _parse_body(
-    request: Request, raw: bytes, max_records: int
-) -> tuple[list[IncomingRecord], int | None]:
-    """The records and the pinned schema version; records in the plain shape skip the model."""
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type not in _JSON_TYPES:
-        raise UnsupportedMediaType(
-            f"Content-Type '{content_type or '(none)'}' is not supported; send application/json."
-        )
-    document = load_json(raw)
-    check_count(document, max_records)
-    plain = plain_records(document)
-    if plain is not None:
-        return plain
-    body = validate(document, RecordsIn)
-    records = [
-        IncomingRecord(value=r.value, key=r.key, headers=r.headers, timestamp=r.timestamp)
-        for r in body.records
-    ]
-    return records, body.schema_version
-
-
-def _answer(topic: str, outcome: PublishOutcome) -> tuple[int, dict[str, object]]:
-    """The status and body (shaped as `PublishPublic`, documented in the OpenAPI schema).
-
-    Built as plain dicts and rendered by pydantic-core: per-record models cost more than
-    everything else in the answer.
-    """
-    results: list[dict[str, object]] = []
-    accepted = handled = 0
-    for r in outcome.results:
-        if r.error_code is None and not r.cleaned:
-            results.append({"partition": r.partition, "offset": r.offset})
-            accepted += 1
-        else:
-            results.append(_result(r))
-            accepted += r.error_code is None
-        handled += r.error_code is None or r.dead_lettered
-    if handled == len(results):
-        status = 200
-    elif handled:
-        status = 207
-    else:
-        first = next(r.error_code for r in outcome.results if r.error_code is not None)
-        status = first.http_status
-    return status, {
-        "topic": topic,
-        "schema_id": outcome.schema_id,
-        "schema_version": outcome.schema_version,
-        "accepted": accepted,
-        "rejected": len(results) - accepted,
-        "results": results,
-    }
-
-
-def _result(result: PublishResult) -> dict[str, object]:
-    if result.ok:
-        answer: dict[str, object] = {"partition": result.partition, "offset": result.offset}
-    else:
-        answer = {"error_code": int(result.error_code or 0), "message": result.message}
-        if result.path:
-            answer["path"] = result.path
-        if result.dead_lettered:
-            answer["dead_lettered"] = True
-    if result.cleaned:
-        answer["cleaned"] = [
-            {"path": c.path, "rule": str(c.rule), "before": c.before, "after": c.after}
-            for c in result.cleaned
-        ]
-    return answer

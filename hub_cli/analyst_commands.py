@@ -3,9 +3,14 @@
 import logging
 import signal
 import threading
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from hub_cli.service_commands import add_service_commands
+
+if TYPE_CHECKING:
+    from spark_loaders.metastore import MetastoreServer
 
 log = logging.getLogger("hub")
 
@@ -34,40 +39,21 @@ def sql(
 
     Works while the loader runs: both use the shared metastore (started here if needed).
     """
-    from spark_loaders import LoaderSettings, build_session
+    from spark_loaders import LoaderSettings, spark_session
 
-    spark = build_session(LoaderSettings(), app_name="hub-sql")
-    try:
+    with spark_session(LoaderSettings(), app_name="hub-sql") as spark:
         spark.sql(query).show(limit, truncate=False)
-    finally:
-        spark.stop()
 
 
-@metastore_app.command("start")
-def metastore_start() -> None:
-    """Start the local metastore server and wait until it accepts connections."""
+def _metastore_server() -> "MetastoreServer":
     from spark_loaders.metastore import MetastoreServer
     from spark_loaders.settings import LoaderSettings
 
-    server = MetastoreServer(LoaderSettings())
-    status = server.start()
-    typer.echo(f"Metastore server is running (pid {status.pid}) on {status.address}")
-    typer.echo(f"  data and log: {server.home}")
+    return MetastoreServer(LoaderSettings())
 
 
-@metastore_app.command("stop")
-def metastore_stop() -> None:
-    """Shut the local metastore server down cleanly."""
-    from spark_loaders.metastore import MetastoreServer
-    from spark_loaders.settings import LoaderSettings
-
-    stopped = MetastoreServer(LoaderSettings()).stop()
-    typer.echo("Metastore server stopped" if stopped else "Metastore server was not running")
-
-
-@metastore_app.command("status")
-def metastore_status() -> None:
-    """Say which metastore is configured and whether the local server runs; exit 1 if not."""
+def _local_metastore_configured() -> bool:
+    """Print which metastore the settings select; True when it is the local server."""
     from spark_loaders import metastore
     from spark_loaders.settings import LoaderSettings
 
@@ -75,13 +61,23 @@ def metastore_status() -> None:
     typer.echo(f"Configured: {metastore.describe(settings)}")
     if metastore.metastore_kind(settings) is not metastore.MetastoreKind.LOCAL_SERVER:
         typer.echo("The local server is not used (HUB_LOADER_METASTORE_URIS or _URL is set)")
-        return
-    status = metastore.MetastoreServer(settings).status()
-    if not status.running:
-        typer.echo("Metastore server is not running")
-        raise typer.Exit(1)
-    state = "ready" if status.ready else "starting (not accepting connections yet)"
-    typer.echo(f"Metastore server is running (pid {status.pid}) on {status.address}: {state}")
+        return False
+    return True
+
+
+add_service_commands(
+    metastore_app,
+    name="Metastore server",
+    build=_metastore_server,
+    address=lambda server: server.address,
+    starting="starting (not accepting connections yet)",
+    help_start="Start the local metastore server and wait until it accepts connections.",
+    help_stop="Shut the local metastore server down cleanly.",
+    help_status="Say which metastore is configured and whether the local server runs; exit 1 "
+    "if not.",
+    started=lambda server: [f"  data and log: {server.home}"],
+    before_status=_local_metastore_configured,
+)
 
 
 @analyst_app.command("serve")
@@ -95,30 +91,28 @@ def analyst_serve(
     ] = None,
 ) -> None:
     """Serve the tables over JDBC/ODBC (Spark Thrift Server) until SIGTERM or Ctrl-C."""
-    from spark_loaders import LoaderSettings, build_session
+    from spark_loaders import LoaderSettings, spark_session
     from spark_loaders.analyst import ThriftServer, thrift_conf
     from spark_loaders.analyst_settings import AnalystSettings
 
     overrides = {k: v for k, v in {"port": port, "host": host}.items() if v is not None}
     settings = AnalystSettings(**overrides)  # type: ignore[arg-type]
-    spark = build_session(
-        LoaderSettings(), app_name="hub-analyst", extra_conf=thrift_conf(settings)
-    )
-    server = ThriftServer(spark, settings)
-    stop = threading.Event()
-    for stop_signal in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop_signal, lambda *_: stop.set())
-    try:
-        server.start()
-        log.info(
-            "from Python: impala.dbapi.connect(host=%r, port=%d, auth_mechanism='PLAIN', "
-            "user='<you>', password='<anything>')",
-            settings.host,
-            settings.port,
-        )
-        while not stop.wait(1.0):
-            pass
-    finally:
-        log.info("stopping the analyst server")
-        server.stop()
-        spark.stop()
+    conf = thrift_conf(settings)
+    with spark_session(LoaderSettings(), app_name="hub-analyst", extra_conf=conf) as spark:
+        server = ThriftServer(spark, settings)
+        stop = threading.Event()
+        for stop_signal in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stop_signal, lambda *_: stop.set())
+        try:
+            server.start()
+            log.info(
+                "from Python: impala.dbapi.connect(host=%r, port=%d, auth_mechanism='PLAIN', "
+                "user='<you>', password='<anything>')",
+                settings.host,
+                settings.port,
+            )
+            while not stop.wait(1.0):
+                pass
+        finally:
+            log.info("stopping the analyst server")
+            server.stop()

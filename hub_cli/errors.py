@@ -1,6 +1,8 @@
 """Errors of the `hub` command line and the local stack it runs."""
 
-from hub_core.errors import LocalServiceFailed, TerminalError
+from typing import Any
+
+from hub_core.errors import ErrorCode, LocalServiceFailed, TerminalError, TransientError
 
 
 class StackError(LocalServiceFailed):
@@ -9,3 +11,14 @@ class StackError(LocalServiceFailed):
 
 class SchemaCheckError(TerminalError):
     """The check itself could not run: a bad file, mapping or registry answer."""
+
+
+class ApiUnavailable(TransientError):
+    """The API did not answer, or asked to be asked again (503, 429, or 409 while the batch's
+    idempotency key is in use); `answer` is what to report when the retries run out."""
+
+    code = ErrorCode.KAFKA_UNAVAILABLE
+
+    def __init__(self, answer: dict[str, Any], *, retry_after_s: float | None = None) -> None:
+        super().__init__(str(answer.get("message", answer)), retry_after_s=retry_after_s)
+        self.answer = answer

@@ -31,14 +31,13 @@ def load_run(
     Changelog topics are also kept in silver tables; with --warehouse, gold tables too.
     """
     from hub_kafka.settings import KafkaSettings
-    from spark_loaders import LoaderSettings, build_session
+    from spark_loaders import LoaderSettings, spark_session
     from spark_loaders.runner import run_streams
-    from spark_loaders.silver_runner import Downstream
+    from spark_loaders.silver.runner import Downstream
 
     settings = LoaderSettings()
-    spark = build_session(settings)
-    downstream = Downstream(spark, settings, warehouse=warehouse)
-    try:
+    with spark_session(settings) as spark:
+        downstream = Downstream(spark, settings, warehouse=warehouse)
         if not once:
             downstream.start()
         queries = run_streams(
@@ -48,8 +47,6 @@ def load_run(
         if once:
             downstream.catch_up()
         failures = [(q.name, q.exception()) for q in queries if q.exception() is not None]
-    finally:
-        spark.stop()
     for name, error in failures:
         log.error("the loader's query %s stopped on an error: %s", name, error)
     if failures:
@@ -109,15 +106,12 @@ def load_replay(
     topic: Annotated[str, typer.Argument(help="The topic whose quarantine to replay.")],
 ) -> None:
     """Decode `quarantine.<topic>` again; land what decodes now in bronze, exactly once."""
-    from spark_loaders import LoaderSettings, build_session
+    from spark_loaders import LoaderSettings, spark_session
     from spark_loaders.replay import replay
 
     settings = LoaderSettings()
-    spark = build_session(settings, app_name="hub-replay")
-    try:
+    with spark_session(settings, app_name="hub-replay") as spark:
         result = replay(spark, settings, topic)
-    finally:
-        spark.stop()
     typer.echo(result.describe())
 
 
@@ -131,15 +125,12 @@ def load_reprocess(
     micro-batch and lands what arrived meanwhile.
     """
     from hub_kafka.settings import KafkaSettings
-    from spark_loaders import LoaderSettings, build_session
+    from spark_loaders import LoaderSettings, spark_session
     from spark_loaders.reprocess import build
 
     settings = LoaderSettings()
-    spark = build_session(settings, app_name="hub-reprocess")
-    try:
+    with spark_session(settings, app_name="hub-reprocess") as spark:
         result = build(spark, settings, KafkaSettings(), topic)
-    finally:
-        spark.stop()
     request = result.request
     typer.echo(
         f"{request.table}: rebuilt {request.rows} rows into {request.location}; the loader "

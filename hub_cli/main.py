@@ -13,12 +13,15 @@ from hub_cli import analyst_commands
 from hub_cli.connect_commands import connect_app
 from hub_cli.load_commands import load_app
 from hub_cli.logs import configure_logging
+from hub_cli.service_commands import add_service_commands
 from hub_cli.warehouse_commands import warehouse_app
 from hub_core.errors import ErrorCode, HubError
 from hub_core.settings import invalid_settings_message
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
+
+    from hub_kafka.local_broker import LocalBroker
 
 log = logging.getLogger("hub")
 
@@ -67,38 +70,24 @@ def up(
     LocalStack(demo_feeds=demo, analyst_server=analyst).run()
 
 
-@kafka_app.command("start")
-def kafka_start() -> None:
-    """Start the local broker (formats its storage on first start) and wait until it is ready."""
+def _local_broker() -> "LocalBroker":
     from hub_kafka.local_broker import LocalBroker
     from hub_kafka.settings import KafkaSettings
 
-    status = LocalBroker(KafkaSettings()).start()
-    typer.echo(f"Kafka is running (pid {status.pid}) on {status.bootstrap_servers}")
+    return LocalBroker(KafkaSettings())
 
 
-@kafka_app.command("stop")
-def kafka_stop() -> None:
-    """Stop the local broker cleanly."""
-    from hub_kafka.local_broker import LocalBroker
-    from hub_kafka.settings import KafkaSettings
-
-    stopped = LocalBroker(KafkaSettings()).stop()
-    typer.echo("Kafka stopped" if stopped else "Kafka was not running")
-
-
-@kafka_app.command("status")
-def kafka_status() -> None:
-    """Say whether the local broker runs and answers; exit 1 when it does not run."""
-    from hub_kafka.local_broker import LocalBroker
-    from hub_kafka.settings import KafkaSettings
-
-    status = LocalBroker(KafkaSettings()).status()
-    if not status.running:
-        typer.echo("Kafka is not running")
-        raise typer.Exit(1)
-    state = "ready" if status.ready else "starting (not answering yet)"
-    typer.echo(f"Kafka is running (pid {status.pid}) on {status.bootstrap_servers}: {state}")
+add_service_commands(
+    kafka_app,
+    name="Kafka",
+    build=_local_broker,
+    address=lambda broker: broker.bootstrap_servers,
+    starting="starting (not answering yet)",
+    help_start="Start the local broker (formats its storage on first start) and wait until it "
+    "is ready.",
+    help_stop="Stop the local broker cleanly.",
+    help_status="Say whether the local broker runs and answers; exit 1 when it does not run.",
+)
 
 
 @db_app.command("upgrade")

@@ -2,11 +2,14 @@
 
 Each batch carries an Idempotency-Key derived from the file's content and the batch's place in
 it, so running the same command again after a crash or a failed batch publishes nothing twice.
+The same key is what makes it safe to send a batch again when the API did not answer, or
+answered 503 or 429 (overloaded, Kafka unavailable): such a batch is retried with jittered
+exponential backoff, waiting at least what the answer's `Retry-After` asks, for a bounded time
+(`PUBLISH_BACKOFF`); then its records are reported as failed.
 """
 
 import hashlib
 import json
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,7 +19,15 @@ from typing import Any
 import httpx
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-_RETRIES = 5
+from hub_cli.errors import ApiUnavailable
+from hub_core.errors import ErrorCode
+from hub_core.retries import Backoff, retry_after_seconds, retry_transient
+
+# Up to six tries in about two minutes per batch: an API restarting, Kafka back from a short
+# outage. A `Retry-After` longer than a minute ends the retries: re-run the command later.
+PUBLISH_BACKOFF = Backoff(
+    initial_s=1.0, max_s=15.0, jitter_s=1.0, attempts=6, timeout_s=120.0, max_retry_after_s=60.0
+)
 
 
 @dataclass
@@ -85,8 +96,9 @@ def publish_file(
     values: bool,
     on_error: str,
     show_progress: bool = True,
+    backoff: Backoff = PUBLISH_BACKOFF,
 ) -> PublishSummary:
-    """Send the file's records in batches, retrying batches Kafka could not take."""
+    """Send the file's records in batches, retrying batches the API could not take yet."""
     summary = PublishSummary()
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:32]
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -107,18 +119,31 @@ def publish_file(
                 )
             summary.lines += len(batch)
             if records:
-                answer = _send(http, feed, [r for _, r in records], on_error, f"{digest}-{index}")
+                answer = _send(
+                    http,
+                    feed,
+                    [r for _, r in records],
+                    on_error=on_error,
+                    idempotency_key=f"{digest}-{index}",
+                    backoff=backoff,
+                )
                 _tally(summary, [n for n, _ in records], answer)
             progress.update(task, completed=position)
     return summary
 
 
 def _send(
-    http: httpx.Client, feed: str, records: list[Any], on_error: str, idempotency_key: str
+    http: httpx.Client,
+    feed: str,
+    records: list[Any],
+    *,
+    on_error: str,
+    idempotency_key: str,
+    backoff: Backoff,
 ) -> dict[str, Any]:
-    """POST one batch; retry (same key) while Kafka or the network is unavailable."""
-    delay = 1.0
-    for attempt in range(_RETRIES):
+    """POST one batch; send it again (same key) while the API is unreachable or says to."""
+
+    def once() -> dict[str, Any]:
         try:
             response = http.post(
                 f"/v1/feeds/{feed}/records",
@@ -127,15 +152,41 @@ def _send(
                 headers={"Idempotency-Key": idempotency_key},
             )
         except httpx.TransportError as exc:
-            error: dict[str, Any] = {"error_code": 50301, "message": f"API unreachable: {exc}"}
-        else:
-            if response.status_code not in (503, 409) or attempt == _RETRIES - 1:
-                body: dict[str, Any] = response.json()
-                return body
-            error = response.json()
-        time.sleep(delay)
-        delay = min(delay * 2, 15.0)
-    return {"results": [error for _ in records]}
+            unreachable = {
+                "error_code": int(ErrorCode.KAFKA_UNAVAILABLE),
+                "message": f"API unreachable: {exc}",
+            }
+            raise ApiUnavailable(unreachable) from exc
+        body = _body(response)
+        if _come_back_later(response, body):
+            wait = retry_after_seconds(response.headers.get("Retry-After"))
+            raise ApiUnavailable(body, retry_after_s=wait)
+        return body
+
+    try:
+        return retry_transient(once, backoff=backoff)
+    except ApiUnavailable as exc:
+        return exc.answer
+
+
+def _come_back_later(response: httpx.Response, body: dict[str, Any]) -> bool:
+    """503 and 429 ask to be asked again; so does a 409 for a key whose first use is running."""
+    if response.status_code in (503, 429):
+        return True
+    in_use = int(ErrorCode.IDEMPOTENCY_KEY_IN_USE)
+    return response.status_code == 409 and body.get("error_code") == in_use
+
+
+def _body(response: httpx.Response) -> dict[str, Any]:
+    """The JSON answer, or an error naming the status when a proxy answered something else."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        return body
+    status = response.status_code
+    return {"error_code": status, "message": f"HTTP {status}: {response.text[:200]}"}
 
 
 def _tally(summary: PublishSummary, lines: list[int], answer: dict[str, Any]) -> None:

@@ -24,15 +24,12 @@ def warehouse_build(
     ] = None,
 ) -> None:
     """Catch silver up with bronze, then build or refresh `gold.dim_*` and `gold.fact_*`."""
-    from spark_loaders import LoaderSettings, build_session
+    from spark_loaders import LoaderSettings, spark_session
     from spark_loaders.warehouse import build_model, load_model
 
     path = model or demo_model()
     load_model(path)  # a bad model fails before Spark starts
     settings = LoaderSettings()
-    spark = build_session(settings, app_name="hub-warehouse")
-    try:
+    with spark_session(settings, app_name="hub-warehouse") as spark:
         report = build_model(spark, settings, path)
-    finally:
-        spark.stop()
     typer.echo(report.describe())

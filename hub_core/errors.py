@@ -69,7 +69,9 @@ class ErrorCode(IntEnum):
     LOCAL_SERVICE_FAILED = 50010
     KAFKA_REFUSED = 50020
     KAFKA_UNAVAILABLE = 50301
+    REGISTRY_UNAVAILABLE = 50302
     CDC_SOURCE_UNAVAILABLE = 50330
+    SOURCE_UNAVAILABLE = 50331
 
     @property
     def http_status(self) -> int:
@@ -98,9 +100,16 @@ class TerminalError(HubError):
 
 
 class TransientError(HubError):
-    """A dependency failed; the same request may succeed later."""
+    """A dependency failed; the same request may succeed later (`hub_core.retries` retries it)."""
 
     retryable = True
+
+    def __init__(
+        self, message: str, *, code: ErrorCode | None = None, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message, code=code)
+        # How long the failing service asked us to wait (an HTTP `Retry-After`), when it said.
+        self.retry_after_s = retry_after_s
 
 
 class StoreUnavailable(TransientError):

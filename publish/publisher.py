@@ -127,6 +127,7 @@ class Codecs:
     version: Version
 
     def outcome(self, results: list[PublishResult]) -> PublishOutcome:
+        """The answer to a batch encoded with these codecs, given each record's result."""
         return PublishOutcome(self.values.schema_id, self.version, results)
 
 
@@ -206,7 +207,12 @@ class Publisher:
         """
         codecs = self.codecs(feed, schema_version)
         # An atomic batch with an invalid record publishes nothing, dead letters included.
-        batch = _Batch(records, codecs, OnError.REJECT if atomic else on_error, idempotency_key)
+        batch = PreparedBatch(
+            records,
+            codecs,
+            on_error=OnError.REJECT if atomic else on_error,
+            idempotency_key=idempotency_key,
+        )
         if atomic:
             return codecs.outcome(self._publish_atomically(codecs.values.topic, batch.prepared))
         reports = self._producer.produce_encoded(batch.items) if batch.items else []
@@ -226,7 +232,7 @@ class Publisher:
         `codecs` come from `codecs()`, which may read the registry database: call it off the
         event loop.
         """
-        batch = _Batch(records, codecs, on_error, idempotency_key)
+        batch = PreparedBatch(records, codecs, on_error=on_error, idempotency_key=idempotency_key)
         reports = await self._producer.produce_encoded_async(batch.items) if batch.items else []
         return codecs.outcome(batch.results(reports))
 
@@ -295,8 +301,14 @@ class Publisher:
         ]
 
 
-class _Batch:
-    """A request's records, checked and encoded: what goes to Kafka, and how to answer each."""
+class PreparedBatch:
+    """A request's records, checked, cleaned and encoded: what goes to Kafka, and how to answer
+    each record once the producer reported on `items`.
+
+    The step between the codecs and the producer, shared by `Publisher.publish` and
+    `publish_async`: `FeedProducer.produce_encoded(batch.items)` sends it, and
+    `codecs.outcome(batch.results(reports))` is the answer.
+    """
 
     __slots__ = ("items", "on_error", "prepared")
 
@@ -304,8 +316,9 @@ class _Batch:
         self,
         records: Sequence[IncomingRecord],
         codecs: Codecs,
-        on_error: OnError,
-        idempotency_key: str | None,
+        *,
+        on_error: OnError = OnError.REJECT,
+        idempotency_key: str | None = None,
     ) -> None:
         self.on_error = on_error
         self.prepared: list[_Prepared | HubError] = []

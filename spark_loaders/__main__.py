@@ -8,12 +8,13 @@ the cluster configures them); otherwise it is built from HUB_LOADER_* as `hub lo
 import argparse
 import logging
 import sys
+from contextlib import AbstractContextManager
 
 from pyspark.sql import SparkSession
 
 from hub_kafka.settings import KafkaSettings
 from spark_loaders.runner import run_streams
-from spark_loaders.session import build_session
+from spark_loaders.session import spark_session
 from spark_loaders.settings import LoaderSettings
 
 
@@ -24,18 +25,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = LoaderSettings()
-    if args.submitted:
-        spark = SparkSession.builder.appName("hub-loader").enableHiveSupport().getOrCreate()
-    else:
-        spark = build_session(settings)
-    try:
+    with _session(settings, submitted=args.submitted) as spark:
         queries = run_streams(spark, settings, KafkaSettings(), available_now=args.once)
         failures = [(q.name, q.exception()) for q in queries if q.exception() is not None]
-    finally:
-        spark.stop()
     for name, error in failures:
         logging.getLogger("spark_loaders").error("%s failed: %s", name, error)
     return 1 if failures else 0
+
+
+def _session(settings: LoaderSettings, *, submitted: bool) -> AbstractContextManager[SparkSession]:
+    if submitted:
+        # A SparkSession is a context manager of its own: leaving the block stops it.
+        return SparkSession.builder.appName("hub-loader").enableHiveSupport().getOrCreate()
+    return spark_session(settings)
 
 
 if __name__ == "__main__":

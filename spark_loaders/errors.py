@@ -1,6 +1,6 @@
 """Errors of the Spark loaders."""
 
-from hub_core.errors import ErrorCode, LocalServiceFailed, TerminalError
+from hub_core.errors import ErrorCode, LocalServiceFailed, TerminalError, TransientError
 
 
 class LoaderError(LocalServiceFailed):
@@ -15,3 +15,16 @@ class LoaderSourceNotFound(TerminalError):
 
 class MetastoreError(LocalServiceFailed):
     """The metastore is not reachable as configured, or its local server failed."""
+
+
+class RegistryUnavailable(TransientError):
+    """The schema registry did not answer, or answered 5xx or 429; the client retries it."""
+
+    code = ErrorCode.REGISTRY_UNAVAILABLE
+
+
+class TableCommitConflict(TransientError):
+    """Delta refused a commit because another writer committed first; an idempotent write may
+    simply run again."""
+
+    code = ErrorCode.STORE_ERROR

@@ -8,7 +8,6 @@ the meantime makes Delta refuse the commit; it is retried, which is safe for the
 """
 
 import logging
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,9 +17,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hub_core.naming import TopicName, bronze_table, value_subject
+from hub_core.retries import Backoff, retry_transient
 from registry.types import SchemaId
 from spark_loaders.decode import decode_topic
-from spark_loaders.errors import LoaderSourceNotFound
+from spark_loaders.errors import LoaderSourceNotFound, TableCommitConflict
 from spark_loaders.quarantine import as_kafka_records, quarantine_rows, quarantine_table
 from spark_loaders.reprocess import insert_missing
 from spark_loaders.schemas import RegistryClient
@@ -30,7 +30,8 @@ from spark_loaders.types import QuarantineReason
 
 log = logging.getLogger(__name__)
 
-_ATTEMPTS = 5
+# Conflicts last as long as a concurrent commit of the running stream: seconds, not minutes.
+_CONFLICT_BACKOFF = Backoff(initial_s=0.5, max_s=5.0, jitter_s=0.5, attempts=5, timeout_s=60.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,12 +176,17 @@ def _settle(spark: SparkSession, outcome: DataFrame, location: str) -> None:
 
 def _retrying(action: Callable[[], None], *, what: str) -> None:
     """Run an idempotent Delta write again when a concurrent commit made Delta refuse it."""
-    for attempt in range(1, _ATTEMPTS + 1):
+
+    def once() -> None:
         try:
             action()
-            return
         except PySparkException as exc:
-            if "Concurrent" not in str(exc) or attempt == _ATTEMPTS:
+            if "Concurrent" not in str(exc):
                 raise
-            log.info("a concurrent commit to %s; retrying (%d/%d)", what, attempt, _ATTEMPTS)
-            time.sleep(0.5 * attempt)
+            log.info("a concurrent commit to %s refused the write", what)
+            raise TableCommitConflict(
+                f"Concurrent commits to {what} kept refusing the replay's write; run "
+                "`hub load replay` again (it lands nothing twice)."
+            ) from exc
+
+    retry_transient(once, backoff=_CONFLICT_BACKOFF)

@@ -1,15 +1,24 @@
 """Schemas from the registry's Confluent-compatible REST API: writer schemas by id, the newest
-version of a subject (the reader schema records are resolved to), compatibility checks."""
+version of a subject (the reader schema records are resolved to), compatibility checks.
+
+Every request is a read, so a failure a retry can fix (no connection, a timeout, a 5xx or 429
+answer) is retried with jittered exponential backoff, waiting at least what a `Retry-After`
+asks, for a bounded time (`REGISTRY_BACKOFF`); then `RegistryUnavailable` (50302) is raised.
+"""
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
 
+from hub_core.retries import Backoff, retry_after_seconds, retry_transient
 from registry.types import SchemaId
-from spark_loaders.errors import LoaderError
+from spark_loaders.errors import LoaderError, RegistryUnavailable
 
 _MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
+# About a minute of retries: a registry replica restarting, not a registry that is gone.
+REGISTRY_BACKOFF = Backoff(initial_s=0.5, max_s=10.0, jitter_s=1.0, attempts=8, timeout_s=60.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +53,14 @@ class RegistryClient:
         api_key: str | None = None,
         timeout_s: float = 10.0,
         latest_ttl_s: float = 5.0,
+        backoff: Backoff = REGISTRY_BACKOFF,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s, headers=headers)
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"), timeout=timeout_s, headers=headers, transport=transport
+        )
+        self._backoff = backoff
         self._by_id: dict[SchemaId, str] = {}
         self._latest: dict[str, tuple[float, LatestSchema | None]] = {}
         self._latest_ttl_s = latest_ttl_s
@@ -86,15 +100,15 @@ class RegistryClient:
 
     def check(self, subject: str, schema_text: str) -> CompatibilityVerdict:
         """Whether the registry would accept `schema_text` under `subject` (its own level)."""
-        try:
-            response = self._http.post(
+        response = self._request(
+            lambda: self._http.post(
                 f"/compatibility/subjects/{subject}/versions",
                 params={"verbose": "true"},
                 json={"schema": schema_text},
                 headers={"Content-Type": _MEDIA_TYPE},
-            )
-        except httpx.HTTPError as exc:
-            raise self._unreachable(exc) from exc
+            ),
+            what=f"a compatibility check of subject {subject}",
+        )
         if response.status_code == 404:
             return CompatibilityVerdict(True, ("the subject has no versions yet",))
         body = response.json()
@@ -106,10 +120,7 @@ class RegistryClient:
         self._http.close()
 
     def _get(self, path: str, *, what: str) -> httpx.Response:
-        try:
-            response = self._http.get(path)
-        except httpx.HTTPError as exc:
-            raise self._unreachable(exc) from exc
+        response = self._request(lambda: self._http.get(path), what=what)
         if response.status_code in (401, 403):
             raise LoaderError(
                 f"The registry refused to serve {what} ({response.status_code}): "
@@ -119,8 +130,23 @@ class RegistryClient:
             response.raise_for_status()
         return response
 
-    def _unreachable(self, exc: Exception) -> LoaderError:
-        return LoaderError(
-            f"Schema registry at {self._http.base_url} is unreachable: {exc}. "
-            "Check HUB_LOADER_REGISTRY_URL."
-        )
+    def _request(self, send: Callable[[], httpx.Response], *, what: str) -> httpx.Response:
+        """`send()`, retried while the registry is unreachable or answers 5xx or 429."""
+
+        def once() -> httpx.Response:
+            try:
+                response = send()
+            except httpx.TransportError as exc:
+                raise RegistryUnavailable(
+                    f"Schema registry at {self._http.base_url} is unreachable: {exc}. "
+                    "Check HUB_LOADER_REGISTRY_URL."
+                ) from exc
+            if response.status_code >= 500 or response.status_code == 429:
+                raise RegistryUnavailable(
+                    f"Schema registry at {self._http.base_url} answered {response.status_code} "
+                    f"to {what}: {response.text[:200]}",
+                    retry_after_s=retry_after_seconds(response.headers.get("Retry-After")),
+                )
+            return response
+
+        return retry_transient(once, backoff=self._backoff)

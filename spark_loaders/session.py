@@ -1,7 +1,8 @@
 """Building a SparkSession with Delta Lake, the Hive metastore and the hub's local jars."""
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
@@ -66,3 +67,18 @@ def build_session(
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+@contextmanager
+def spark_session(
+    settings: LoaderSettings,
+    *,
+    app_name: str = "hub-loader",
+    extra_conf: Mapping[str, str] | None = None,
+) -> Iterator[SparkSession]:
+    """`build_session`'s session for the length of a `with` block, stopped however it ends."""
+    session = build_session(settings, app_name=app_name, extra_conf=extra_conf)
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -194,13 +194,10 @@ def loader_settings(  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def spark(loader_settings):  # type: ignore[no-untyped-def]
     """One Spark session for the whole test run: Delta, Hive metastore, local jars."""
-    from spark_loaders.session import build_session
+    from spark_loaders.session import spark_session
 
-    session = build_session(loader_settings, app_name="hub-tests")
-    try:
+    with spark_session(loader_settings, app_name="hub-tests") as session:
         yield session
-    finally:
-        session.stop()
 
 
 @pytest.fixture

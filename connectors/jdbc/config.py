@@ -1,10 +1,12 @@
-"""The `jdbc` source configuration, as written in a connector YAML file."""
+"""The `jdbc` connector file: the connector model and its `source:` section."""
 
 from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
+
+from connectors.base import ConnectorBase, check_topic, is_topic_prefix
 
 JdbcMode = Literal["incrementing", "timestamp", "timestamp+incrementing"]
 
@@ -82,4 +84,31 @@ class JdbcSource(BaseModel):
             raise ValueError(f"mode '{self.mode}' needs `timestamp_column`")
         if bool(self.tables) == (self.query is not None):
             raise ValueError("give either `tables` (a list) or `query`, not both or neither")
+        return self
+
+
+class JdbcConnector(ConnectorBase):
+    """Polls tables or a query of any SQLAlchemy database."""
+
+    type: Literal["jdbc"] = Field(description="`jdbc`.")
+    topic_prefix: str | None = Field(
+        default=None,
+        description="With `source.tables`: each table goes to `<topic_prefix>.<table>`.",
+    )
+    topic: str | None = Field(default=None, description="With `source.query`: the topic.")
+    source: JdbcSource = Field(description="Where and how to poll.")
+
+    @model_validator(mode="after")
+    def _topics(self) -> Self:
+        if self.source.query is not None and self.topic is None:
+            raise ValueError("a `source.query` connector needs `topic`")
+        if self.source.tables and self.topic_prefix is None:
+            raise ValueError("a `source.tables` connector needs `topic_prefix`")
+        if self.topic is not None:
+            check_topic(self.topic)
+        if self.topic_prefix is not None and not is_topic_prefix(self.topic_prefix):
+            raise ValueError(
+                f"topic_prefix '{self.topic_prefix}' must be lowercase dot-separated "
+                "segments of letters, digits and underscores, e.g. 'erp'"
+            )
         return self

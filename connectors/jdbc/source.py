@@ -14,7 +14,8 @@ import datetime as dt
 import json
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -34,11 +35,18 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy import types as sa
-from sqlalchemy.exc import DBAPIError, NoSuchTableError
+from sqlalchemy.exc import (
+    DBAPIError,
+    InterfaceError,
+    NoSuchTableError,
+    OperationalError,
+)
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.sql.selectable import Subquery
 
 from catalog.types import FeedKind, TeamName
-from connectors.config import JdbcConnector
+from connectors.errors import SourceUnavailable
+from connectors.jdbc.config import JdbcConnector
 from connectors.jdbc.types import avro_field, avro_type, natural, record_name, sql_type_of_code
 from connectors.runtime import Batch, SourceContext
 from hub_core.errors import TerminalError
@@ -71,7 +79,8 @@ class JdbcPoller:
         self._engine: Engine = create_engine(
             self._source.url.get_secret_value(), pool_pre_ping=True
         )
-        self._targets = self._describe()
+        with _reaching("describe the source"):
+            self._targets = self._describe()
 
     def feeds(self) -> Sequence[FeedSpec]:
         return [
@@ -96,7 +105,8 @@ class JdbcPoller:
             while not context.stopped:
                 more = False
                 for target in self._targets:
-                    more |= self._poll(target, context)
+                    with _reaching(f"poll {target.label}"):
+                        more |= self._poll(target, context)
                 if not more:
                     context.sleep(self._source.poll_seconds)
         finally:
@@ -285,6 +295,26 @@ class JdbcPoller:
         if options.doc:
             record["doc"] = options.doc
         return record
+
+
+@contextmanager
+def _reaching(doing: str) -> Iterator[None]:
+    """Turn the driver's connection failures into `SourceUnavailable`, which the task retries
+    (rebuilding the source from its stored position); other database errors stay as they are."""
+    try:
+        yield
+    except (OperationalError, InterfaceError, PoolTimeout) as exc:
+        raise SourceUnavailable(f"cannot {doing}: {_cause(exc)}") from exc
+    except DBAPIError as exc:
+        if not exc.connection_invalidated:
+            raise
+        raise SourceUnavailable(f"cannot {doing}, the connection was lost: {_cause(exc)}") from exc
+
+
+def _cause(error: Exception) -> str:
+    """The driver's own message, without the statement SQLAlchemy appends."""
+    original = getattr(error, "orig", None)
+    return str(original if original is not None else error).strip()
 
 
 def _plain(field_type: Any) -> Any:

@@ -1,9 +1,11 @@
-"""The `logfile` source configuration, as written in a connector YAML file."""
+"""The `logfile` connector file: the connector model and its `source:` section."""
 
 import re
 from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from connectors.base import ConnectorBase, check_topic
 
 LineFormat = Literal["json", "regex", "apache_common", "apache_combined", "nginx_combined"]
 FieldType = Literal["string", "int", "long", "double", "boolean", "timestamp"]
@@ -90,4 +92,24 @@ class LogfileSource(BaseModel):
             raise ValueError(f"`pattern` is only used with format 'regex', not '{self.format}'")
         if self.format == "json" and not self.fields:
             raise ValueError("format 'json' needs `fields` (the record's fields and types)")
+        return self
+
+
+class LogfileConnector(ConnectorBase):
+    """Tails log files into one event feed."""
+
+    type: Literal["logfile"] = Field(description="`logfile`.")
+    topic: str = Field(description="The feed the lines go to, e.g. `web.access_log`.")
+    source: LogfileSource = Field(description="Which files and how to read their lines.")
+
+    @model_validator(mode="after")
+    def _topic_and_fields(self) -> Self:
+        # Imported here: the parser's module imports this one for its models.
+        from connectors.logfile.formats import LineParser
+
+        check_topic(self.topic)
+        try:
+            LineParser(self.source)
+        except ValueError as exc:
+            raise ValueError(f"source.fields: {exc}") from exc
         return self

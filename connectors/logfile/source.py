@@ -4,8 +4,8 @@ import json
 from collections.abc import Sequence
 
 from catalog.types import FeedKind, TeamName
-from connectors.config import LogfileConnector
 from connectors.errors import UnparseableRecord
+from connectors.logfile.config import LogfileConnector
 from connectors.logfile.formats import LineParser
 from connectors.logfile.tail import Tailer
 from connectors.runtime import Batch, SourceContext

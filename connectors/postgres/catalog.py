@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 
 from connectors.postgres.envelope import TableColumn, TableShape
-from connectors.postgres.errors import CdcSetupError, CdcSourceUnavailable
+from connectors.postgres.errors import CdcSetupError, connection_failure
 from connectors.postgres.pgoutput import parse_lsn
 from connectors.postgres.typemap import PgType, column_type
 
@@ -38,7 +38,7 @@ def connect(dsn: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(dsn, autocommit=autocommit, options=SESSION_OPTIONS)
     except psycopg.OperationalError as exc:
-        raise CdcSourceUnavailable(f"cannot connect to PostgreSQL: {exc}".strip()) from exc
+        raise connection_failure(exc, "cannot connect to PostgreSQL") from exc
 
 
 class Catalog:

@@ -1,9 +1,11 @@
-"""The `postgres-cdc` source configuration, as written in a connector YAML file."""
+"""The `postgres-cdc` connector: its file model and its `source:` section."""
 
 import re
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from connectors.base import ConnectorBase, is_topic_prefix
 
 _TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*$")
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -92,3 +94,22 @@ class PostgresCdcSource(BaseModel):
                 "digits and underscores, at most 63 characters"
             )
         return name
+
+
+class PostgresCdcConnector(ConnectorBase):
+    """Streams row changes of PostgreSQL tables (logical replication)."""
+
+    type: Literal["postgres-cdc"] = Field(description="`postgres-cdc`.")
+    topic_prefix: str = Field(
+        description="Topics are `<topic_prefix>.<schema>.<table>`, e.g. prefix `cdc.shop`."
+    )
+    source: PostgresCdcSource = Field(description="The database, tables and replication slot.")
+
+    @model_validator(mode="after")
+    def _prefix(self) -> Self:
+        if not is_topic_prefix(self.topic_prefix):
+            raise ValueError(
+                f"topic_prefix '{self.topic_prefix}' must be lowercase dot-separated segments, "
+                "e.g. 'cdc.shop'"
+            )
+        return self

@@ -1,6 +1,21 @@
 """Errors of the PostgreSQL CDC connector, each with a stable code and the fix in its message."""
 
-from hub_core.errors import ErrorCode, TerminalError, TransientError
+import psycopg
+import psycopg2
+
+from hub_core.errors import ErrorCode, HubError, TerminalError, TransientError
+
+# What the drivers raise when a connection cannot be made or is lost (server restarting or
+# shutting down, network gone, the slot still held by a walsender that has not noticed yet).
+CONNECTION_ERRORS: tuple[type[Exception], ...] = (
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    psycopg2.OperationalError,
+    psycopg2.InterfaceError,
+)
+# SQLSTATE classes that drivers raise as operational errors although no retry can fix them:
+# invalid authorization (28: a wrong password, a role without LOGIN) and an unknown database (3D).
+_SETUP_CLASSES = frozenset({"28", "3D"})
 
 
 class CdcSetupError(TerminalError):
@@ -19,3 +34,13 @@ class PgOutputError(TerminalError):
     """A replication message the decoder cannot read: a protocol mismatch, not bad data."""
 
     code = ErrorCode.UNPARSEABLE_SOURCE_RECORD
+
+
+def connection_failure(error: Exception, doing: str) -> HubError:
+    """A driver's connection error while `doing` something, by kind: transient unless its
+    SQLSTATE says the role or the database is wrong."""
+    state = getattr(error, "sqlstate", None) or getattr(error, "pgcode", None)
+    message = f"{doing}: {str(error).strip()}"
+    if isinstance(state, str) and state[:2] in _SETUP_CLASSES:
+        return CdcSetupError(f"{message}. Check the role and database named in `source.dsn`.")
+    return CdcSourceUnavailable(message)

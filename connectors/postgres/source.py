@@ -4,6 +4,10 @@ Position: one source partition per slot. Its offset is the end LSN of the last t
 every event Kafka acknowledged (`lsn`, `txId`) and whether the snapshot finished. The slot's
 confirmed flush LSN is moved to that offset only after the runtime committed it, so a crash
 replays (at-least-once; duplicates carry the same `source.lsn`) and never skips.
+
+A lost connection (the server restarting, the network gone) is `CdcSourceUnavailable`, a
+transient failure: the task builds a new source, which reconnects and resumes from the stored
+position, so the retry replays what was not confirmed and skips nothing.
 """
 
 import json
@@ -13,12 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from catalog.types import FeedKind, TeamName
-from connectors.config import PostgresCdcConnector
 from connectors.postgres.catalog import Catalog, connect
 from connectors.postgres.changes import CapturedTable, ChangeDecoder, Pending, envelope
-from connectors.postgres.config import PostgresCdcSource
+from connectors.postgres.config import PostgresCdcConnector, PostgresCdcSource
 from connectors.postgres.envelope import Origin, convert_row, key_of, key_schema, source_block
-from connectors.postgres.errors import CdcSetupError
+from connectors.postgres.errors import CONNECTION_ERRORS, CdcSetupError, connection_failure
 from connectors.postgres.pgoutput import format_lsn
 from connectors.postgres.snapshot import begin_snapshot, read_table
 from connectors.postgres.stream import ReplicationStream
@@ -54,10 +57,13 @@ class PostgresCdc:
 
     def feeds(self) -> Sequence[FeedSpec]:
         """A changelog feed per table with a primary key; an event feed for one without."""
-        with connect(self._dsn) as conn:
-            catalog = Catalog(conn)
-            catalog.check_server()
-            captured = self._captured(catalog)
+        try:
+            with connect(self._dsn) as conn:
+                catalog = Catalog(conn)
+                catalog.check_server()
+                captured = self._captured(catalog)
+        except CONNECTION_ERRORS as exc:
+            raise connection_failure(exc, "PostgreSQL connection lost") from exc
         specs = []
         for qualified, table in captured.items():
             key = key_schema(table.shape, table.topic)
@@ -77,6 +83,12 @@ class PostgresCdc:
 
     def run(self, context: SourceContext) -> None:
         """Snapshot if needed, then stream until stopped."""
+        try:
+            self._connected(context)
+        except CONNECTION_ERRORS as exc:
+            raise connection_failure(exc, "PostgreSQL connection lost") from exc
+
+    def _connected(self, context: SourceContext) -> None:
         config = self._source
         with connect(self._dsn) as conn:
             catalog = Catalog(conn)

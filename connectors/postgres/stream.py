@@ -14,7 +14,12 @@ import psycopg2.errors
 from psycopg2.extras import LogicalReplicationConnection, ReplicationCursor
 
 from connectors.postgres.catalog import SESSION_OPTIONS
-from connectors.postgres.errors import CdcSetupError, CdcSourceUnavailable
+from connectors.postgres.errors import (
+    CONNECTION_ERRORS,
+    CdcSetupError,
+    CdcSourceUnavailable,
+    connection_failure,
+)
 from connectors.postgres.pgoutput import format_lsn, parse_lsn
 
 log = logging.getLogger(__name__)
@@ -41,9 +46,10 @@ class ReplicationStream:
                 dsn, connection_factory=LogicalReplicationConnection, options=SESSION_OPTIONS
             )
         except psycopg2.OperationalError as exc:
-            raise CdcSourceUnavailable(
-                f"cannot open a replication connection: {str(exc).strip()}. The role needs the "
-                "REPLICATION attribute and pg_hba.conf must allow it."
+            raise connection_failure(
+                exc,
+                "cannot open a replication connection (the role needs the REPLICATION "
+                "attribute and pg_hba.conf must allow it)",
             ) from exc
         self._cursor: ReplicationCursor = self._conn.cursor()
         self._confirmed = 0
@@ -55,6 +61,8 @@ class ReplicationStream:
             self._cursor.execute(f'CREATE_REPLICATION_SLOT "{name}" LOGICAL pgoutput {mode}')
         except psycopg2.errors.DuplicateObject as exc:
             raise CdcSetupError(f"replication slot {name} already exists") from exc
+        except CONNECTION_ERRORS as exc:
+            raise connection_failure(exc, f"cannot create replication slot {name}") from exc
         except psycopg2.Error as exc:
             raise CdcSetupError(
                 f"cannot create replication slot {name}: {str(exc).strip()}. Check "
@@ -78,6 +86,9 @@ class ReplicationStream:
                 options={"proto_version": "1", "publication_names": publication},
                 status_interval=max(1, int(status_seconds)),
             )
+        except CONNECTION_ERRORS as exc:
+            # Also a slot still active for a walsender that has not noticed its client left.
+            raise connection_failure(exc, f"cannot stream from replication slot {slot}") from exc
         except psycopg2.Error as exc:
             raise CdcSetupError(
                 f"cannot stream from replication slot {slot}: {str(exc).strip()}"
@@ -96,7 +107,10 @@ class ReplicationStream:
 
     def wait(self, seconds: float) -> None:
         """Block until data arrives or `seconds` pass."""
-        select.select([self._cursor], [], [], seconds)
+        try:
+            select.select([self._cursor], [], [], seconds)
+        except (OSError, ValueError) as exc:  # the socket is gone: the next read says why
+            raise CdcSourceUnavailable(f"replication stream broke: {exc}") from exc
 
     @property
     def server_wal_end(self) -> int:

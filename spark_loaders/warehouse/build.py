@@ -8,7 +8,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from spark_loaders.settings import LoaderSettings
-from spark_loaders.silver import start_silver
+from spark_loaders.silver.loader import start_silver
 from spark_loaders.warehouse.dimensions import DimensionBuilder, dim_table
 from spark_loaders.warehouse.facts import FactBuilder, fact_table
 from spark_loaders.warehouse.model import WarehouseModel, load_model

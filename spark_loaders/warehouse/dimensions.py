@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType, TimestampType
 
 from hub_core.naming import TopicName, table_suffix
-from spark_loaders.silver import detached
+from spark_loaders.silver.loader import detached
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.model import Dimension, ScdType
 

@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from hub_core.naming import TopicName, bronze_table
-from spark_loaders.silver import detached
+from spark_loaders.silver.loader import detached
 from spark_loaders.warehouse.dimensions import (
     UNKNOWN_KEY,
     VALID_FROM,

@@ -9,8 +9,8 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StringType
 
-from spark_loaders.silver import SilverLoader
-from spark_loaders.silver_changes import UNAVAILABLE_VALUE, ChangelogSpec
+from spark_loaders.silver.changes import UNAVAILABLE_VALUE, ChangelogSpec
+from spark_loaders.silver.loader import SilverLoader
 from tests.support.changelog import ChangeLog
 
 pytestmark = pytest.mark.integration
@@ -162,7 +162,7 @@ def test_unavailable_markers_are_found_in_text_bytes_and_array_columns(
 ) -> None:
     from pyspark.sql.types import ArrayType, BinaryType
 
-    from spark_loaders.silver_changes import events
+    from spark_loaders.silver.changes import events
 
     row = [
         ("id", LongType()),

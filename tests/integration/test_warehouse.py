@@ -18,8 +18,8 @@ from pyspark.sql.types import (
 )
 
 from hub_core.naming import TopicName, table_suffix
-from spark_loaders.silver import SilverLoader
-from spark_loaders.silver_changes import ChangelogSpec
+from spark_loaders.silver.changes import ChangelogSpec
+from spark_loaders.silver.loader import SilverLoader
 from spark_loaders.warehouse import WarehouseBuilder, parse_model
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from tests.support.changelog import METADATA, ChangeLog

@@ -47,10 +47,12 @@ class TempPostgres:
         return f"postgresql+psycopg://{self.user}@127.0.0.1:{self.port}/{name}"
 
     def start(self) -> None:
+        """Create the cluster on first use, then start its server (again, after `stop`)."""
         self.root.mkdir(parents=True, exist_ok=True)
         if self._as:
             shutil.chown(self.root, "postgres", "postgres")
-        self._run("initdb", "-D", str(self.data), "-U", self.user, "--auth=trust", "-E", "UTF8")
+        if not (self.data / "PG_VERSION").exists():
+            self._run("initdb", "-D", str(self.data), "-U", self.user, "--auth=trust", "-E", "UTF8")
         options = (
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
             "-c wal_level=logical -c max_wal_senders=10 -c max_replication_slots=10 "

@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-import click
 import pytest
 import typer
 import yaml
 from pydantic_settings import BaseSettings
+from typer.core import TyperGroup
 
 from connectors.settings import ConnectSettings
 from hub_api.settings import ApiSettings
@@ -82,14 +82,16 @@ def test_every_command_the_pods_run_exists_in_the_hub_cli() -> None:
         for match in re.findall(r"args: \[(.*)\]", template.read_text())
     ]
     assert len(commands) >= 5
+    # Typer ships its own click: its groups are `TyperGroup`s, not the click package's `Group`.
     group = typer.main.get_command(app)
+    assert isinstance(group, TyperGroup)
     for args in commands:
         assert args[0] == "hub"
-        command: click.Command = group
+        command: Any = group
         for word in args[1:]:
-            if not isinstance(command, click.Group):
+            if not isinstance(command, TyperGroup):
                 break
-            sub = command.get_command(click.Context(command), word)
+            sub = command.get_command(command.context_class(command), word)
             assert sub is not None, f"`{' '.join(args)}`: no command {word!r}"
             command = sub
-        assert not isinstance(command, click.Group), f"`{' '.join(args)}` names a group"
+        assert not isinstance(command, TyperGroup), f"`{' '.join(args)}` names a group"

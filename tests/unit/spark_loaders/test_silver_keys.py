@@ -5,7 +5,7 @@ import json
 import pytest
 
 from hub_cli import demo
-from spark_loaders.silver_keys import required_row_fields
+from spark_loaders.silver.keys import required_row_fields
 
 pytestmark = pytest.mark.unit
 

@@ -14,7 +14,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from spark_loaders.lifecycle import stop_between_batches
 from spark_loaders.settings import LoaderSettings
-from spark_loaders.silver import start_silver
+from spark_loaders.silver.loader import start_silver
 from spark_loaders.warehouse.build import WarehouseBuilder, build_model
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.model import load_model

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from hub_core.naming import TopicName, table_suffix
 from spark_loaders.errors import LoaderError
 from spark_loaders.settings import LoaderSettings
-from spark_loaders.silver_changes import ChangelogSpec, is_envelope, row_fields
+from spark_loaders.silver.changes import ChangelogSpec, is_envelope, row_fields
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Silver tables of changelog topics: `<t>_history` (SCD type 2) and `<t>_current` (SCD type 1).
 
 One Delta stream per changelog bronze table. Each micro-batch recomputes the timeline of the keys
-it touches (see `silver_changes`) and MERGEs it into history, then MERGEs each touched key's last
+it touches (see `changes`) and MERGEs it into history, then MERGEs each touched key's last
 version into current. Both MERGEs match on what a row is (key and source position; key), never
 on the batch, so a batch replayed after a crash rewrites identical values: exactly once without
 `txnVersion`, which could not protect two tables in two commits anyway.
@@ -17,7 +17,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from spark_loaders.errors import LoaderError
 from spark_loaders.settings import LoaderSettings
-from spark_loaders.silver_changes import (
+from spark_loaders.silver.changes import (
     _DROP,
     IS_CURRENT,
     IS_DELETED,
@@ -33,7 +33,7 @@ from spark_loaders.silver_changes import (
     timeline,
     truncate_markers,
 )
-from spark_loaders.silver_keys import discover
+from spark_loaders.silver.keys import discover
 
 log = logging.getLogger(__name__)
 

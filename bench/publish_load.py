@@ -1,0 +1,204 @@
+"""The publish benchmark's two producers of records: the in-process ceiling, and closed-loop
+HTTP clients of the gateway on one asyncio loop, one keep-alive connection each."""
+
+import asyncio
+import io
+import json
+import struct
+import time
+from contextlib import suppress
+from dataclasses import dataclass, field
+
+import fastavro
+from confluent_kafka import KafkaError, Message, Producer
+
+from bench.publish_stack import SCHEMA, TOPIC, Cpu, Stack, reading
+
+BODY_VARIANTS = 4  # distinct request bodies per batch size, sent in turn
+REQUEST_TIMEOUT_S = 60.0
+MAX_REQUESTS_PER_CLIENT = 1_000_000
+
+
+# -- the ceiling: the same records, encoded and produced in process -------------------------
+
+
+class Ceiling:
+    """One producer configured as the gateway's `FeedProducer`, fed framed fastavro records."""
+
+    def __init__(self, stack: Stack, schema_id: int) -> None:
+        self._producer = Producer(
+            {
+                "bootstrap.servers": stack.bootstrap,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": stack.kafka.linger_ms,
+                "delivery.timeout.ms": stack.kafka.delivery_timeout_ms,
+                "compression.type": "lz4",  # as hub_kafka/producer.py
+            }
+        )
+        self._parsed = fastavro.parse_schema(SCHEMA)
+        self._header = struct.pack(">bI", 0, schema_id)
+
+    def run(self, duration_s: float) -> tuple[int, float]:
+        """Produce for `duration_s`, then wait for every report: (records acknowledged, s)."""
+        delivered, failed = 0, []
+
+        def report(err: KafkaError | None, _msg: Message) -> None:
+            nonlocal delivered
+            if err is None:
+                delivered += 1
+            else:
+                failed.append(err.str())
+
+        started = time.monotonic()
+        deadline = started + duration_s
+        n = 0
+        while time.monotonic() < deadline:
+            for _ in range(1_000):
+                buffer = io.BytesIO()
+                fastavro.schemaless_writer(buffer, self._parsed, reading(n))
+                value = self._header + buffer.getvalue()
+                for _attempt in range(1_000):
+                    try:
+                        self._producer.produce(TOPIC, value=value, on_delivery=report)
+                        break
+                    except BufferError:
+                        self._producer.poll(0.05)
+                else:
+                    raise RuntimeError("the producer's queue stayed full for 50 s")
+                n += 1
+            self._producer.poll(0)
+        left = self._producer.flush(REQUEST_TIMEOUT_S)
+        seconds = time.monotonic() - started
+        if left or failed:
+            raise RuntimeError(f"ceiling: {left} records unanswered, failures: {failed[:3]}")
+        return delivered, seconds
+
+
+# -- the load: closed-loop clients on one asyncio loop, one keep-alive connection each -------
+
+
+class _Connection:
+    """HTTP/1.1 keep-alive on one socket to 127.0.0.1; about 0.1 ms of CPU a request."""
+
+    def __init__(self, port: int) -> None:
+        self._port = port
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def post(self, request: bytes) -> tuple[int, bytes]:
+        try:
+            return await asyncio.wait_for(self._exchange(request), timeout=REQUEST_TIMEOUT_S)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _exchange(self, request: bytes) -> tuple[int, bytes]:
+        if self._reader is None or self._writer is None:
+            self._reader, self._writer = await asyncio.open_connection("127.0.0.1", self._port)
+        reader = self._reader
+        self._writer.write(request)
+        status_line = await reader.readline()
+        if not status_line:
+            raise EOFError("the server closed the connection")
+        status = int(status_line.split()[1])
+        length, close = None, False
+        while True:
+            line = await reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"connection" and value.strip().lower() == b"close":
+                close = True
+        if length is None:
+            raise ValueError("an answer without Content-Length")
+        body = await reader.readexactly(length)
+        if close:
+            await self.close()
+        return status, body
+
+    async def close(self) -> None:
+        writer, self._reader, self._writer = self._writer, None, None
+        if writer is not None:
+            writer.close()
+            with suppress(OSError):
+                await writer.wait_closed()
+
+
+def prepared_requests(port: int, batch: int) -> list[bytes]:
+    """`BODY_VARIANTS` complete HTTP requests of `batch` records each, encoded once."""
+    requests = []
+    for variant in range(BODY_VARIANTS):
+        records = [{"value": reading(variant * batch + i)} for i in range(batch)]
+        body = json.dumps({"records": records}, separators=(",", ":")).encode()
+        head = (
+            f"POST /v1/feeds/{TOPIC}/records HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        requests.append(head.encode() + body)
+    return requests
+
+
+@dataclass
+class Load:
+    """What the clients of one run saw."""
+
+    records: int = 0
+    errors: int = 0
+    first_error: str = ""
+    latencies_s: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+async def run_clients(
+    port: int, requests: list[bytes], *, batch: int, clients: int, duration_s: float
+) -> Load:
+    """`clients` closed-loop clients POSTing `requests` in turn for `duration_s` seconds."""
+    load = Load()
+    started = time.monotonic()
+    deadline = started + duration_s
+    finished = started
+
+    async def client(number: int) -> None:
+        nonlocal finished
+        connection = _Connection(port)
+        try:
+            for sent in range(MAX_REQUESTS_PER_CLIENT):
+                if time.monotonic() >= deadline:
+                    return
+                t0 = time.monotonic()
+                try:
+                    status, body = await connection.post(requests[(number + sent) % len(requests)])
+                except (OSError, EOFError, TimeoutError, ValueError, IndexError) as exc:
+                    load.errors += 1
+                    load.first_error = load.first_error or repr(exc)
+                    await asyncio.sleep(0.1)  # no hot loop against a server that is gone
+                    continue
+                t1 = time.monotonic()
+                finished = max(finished, t1)
+                load.latencies_s.append(t1 - t0)
+                if status == 200:
+                    load.records += batch
+                else:
+                    load.errors += 1
+                    load.first_error = load.first_error or f"HTTP {status}: {body[:300]!r}"
+        finally:
+            await connection.close()
+
+    await asyncio.gather(*(client(n) for n in range(clients)))
+    load.seconds = max(1e-9, finished - started)
+    return load
+
+
+def run_gateway(
+    stack: Stack, requests: list[bytes], *, batch: int, clients: int, duration_s: float
+) -> tuple[Load, Cpu]:
+    """One run of the clients against the stack's server, and the CPU it took everywhere."""
+    before = Cpu.read(stack)
+    load = asyncio.run(
+        run_clients(stack.port, requests, batch=batch, clients=clients, duration_s=duration_s)
+    )
+    return load, Cpu.read(stack) - before
