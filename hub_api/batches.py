@@ -7,6 +7,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
 from hub_api.errors import MalformedBody, TooManyRecords, UnsupportedMediaType
+from hub_api.limits import DEFAULT_MAX_DEPTH, check_depth
 from hub_api.publish_models import RecordsIn
 from publish.publisher import IncomingRecord
 
@@ -18,18 +19,20 @@ _BODY_KEYS = frozenset({"records", "schema_version"})
 _RECORD_KEYS = frozenset({"value", "key", "headers", "timestamp"})
 
 
-def parse_batch(raw: bytes, model: type[M], *, max_records: int) -> M:
-    """The body as `model`; 40001 for bad JSON or shape, 42224 past `max_records`.
+def parse_batch(
+    raw: bytes, model: type[M], *, max_records: int, max_depth: int = DEFAULT_MAX_DEPTH
+) -> M:
+    """The body as `model`; 40001 for bad JSON, shape or nesting, 42224 past `max_records`.
 
     The record count is checked before validation, so an oversized batch costs no validation.
     """
-    document = load_json(raw)
+    document = load_json(raw, max_depth=max_depth)
     check_count(document, max_records)
     return validate(document, model)
 
 
 def parse_publish_body(
-    raw: bytes, *, content_type: str, max_records: int
+    raw: bytes, *, content_type: str, max_records: int, max_depth: int = DEFAULT_MAX_DEPTH
 ) -> tuple[list[IncomingRecord], int | None]:
     """The records of a publish body (`RecordsIn`) and its pinned `schema_version`, if any.
 
@@ -41,7 +44,7 @@ def parse_publish_body(
         raise UnsupportedMediaType(
             f"Content-Type '{media_type or '(none)'}' is not supported; send application/json."
         )
-    document = load_json(raw)
+    document = load_json(raw, max_depth=max_depth)
     check_count(document, max_records)
     plain = plain_records(document)
     if plain is not None:
@@ -54,13 +57,15 @@ def parse_publish_body(
     return records, body.schema_version
 
 
-def load_json(raw: bytes) -> Any:
-    """The body's JSON document; 40001 if it is not JSON.
+def load_json(raw: bytes, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
+    """The body's JSON document; 40001 if it is not JSON or nests deeper than `max_depth`.
 
     pydantic-core's reader parses several times faster than `json.loads` and gives the same
     values; what it refuses (a lone surrogate escape, a byte order mark) is read again by
     `json.loads`, so a body is accepted, and an error worded, exactly as `json.loads` would.
+    The nesting is checked first, without recursion: `json.loads` recurses once per level.
     """
+    check_depth(raw, max_depth)
     try:
         return from_json(raw)
     except ValueError:
@@ -69,6 +74,8 @@ def load_json(raw: bytes) -> Any:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise MalformedBody(f"Malformed JSON body: {exc}.") from exc
+    except RecursionError:  # unbalanced brackets `check_depth` leaves to the parser
+        raise MalformedBody("Malformed JSON body: nested too deeply.") from None
 
 
 def check_count(document: Any, max_records: int) -> None:

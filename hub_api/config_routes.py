@@ -7,6 +7,7 @@ from fastapi import APIRouter, Body, Depends, Query
 from hub_api.auth import Admin, SubjectWriter, require_reader
 from hub_api.deps import Registry
 from hub_api.errors import REGISTRY_MEDIA_TYPE, RegistryJSONResponse
+from hub_api.limits import CheckedBodyRoute
 from hub_api.registry_models import (
     CompatibilityCheckPublic,
     CompatibilityLevelPublic,
@@ -20,6 +21,7 @@ from registry.service import parse_version
 from registry.types import Subject
 
 router = APIRouter(
+    route_class=CheckedBodyRoute,
     tags=["registry configuration"],
     default_response_class=RegistryJSONResponse,
     dependencies=[Depends(require_reader)],

@@ -11,8 +11,9 @@ from fastapi import APIRouter, Depends, Request, Response, status
 from catalog.types import Principal, TeamName
 from connectors.control import ControlPlane
 from hub_api.auth import Caller, Reader, require_owner
+from hub_api.limits import CheckedBodyRoute
 
-router = APIRouter(prefix="/v1/connectors", tags=["connectors"])
+router = APIRouter(route_class=CheckedBodyRoute, prefix="/v1/connectors", tags=["connectors"])
 
 
 async def _control(request: Request) -> ControlPlane:

@@ -9,9 +9,10 @@ from hub_api.auth import Caller, Reader, require_owner
 from hub_api.deps import Feeds
 from hub_api.errors import ConfirmationMissing
 from hub_api.feed_models import FeedCreate, FeedDetailPublic, FeedPatch, FeedPublic
+from hub_api.limits import CheckedBodyRoute
 from publish.feeds import FeedSpec
 
-router = APIRouter(prefix="/v1/feeds", tags=["feeds"])
+router = APIRouter(route_class=CheckedBodyRoute, prefix="/v1/feeds", tags=["feeds"])
 
 
 @router.post("", response_model=FeedPublic, status_code=status.HTTP_201_CREATED)

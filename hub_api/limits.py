@@ -1,11 +1,22 @@
-"""Refusing request bodies over the size limit before they are read into memory."""
+"""Refusing request bodies over the size limit before they are read into memory, and JSON
+nested deeper than the depth limit before it is parsed."""
 
 import json
+from collections.abc import Callable, Coroutine
+from typing import Any
 
+from fastapi import Request, Response
+from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hub_api.errors import BodyTooLarge
+from hub_api.errors import BodyTooLarge, MalformedBody
 from hub_core.errors import ErrorCode
+
+DEFAULT_MAX_DEPTH = 64  # ApiSettings.max_json_depth's default
+# For `json_depth_exceeds`: objects count as arrays (only the depth matters), and every byte
+# but brackets and quotes goes.
+_BRACKETS = bytes.maketrans(b"{}", b"[]")
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
 
 
 class BodySizeLimit:
@@ -64,3 +75,55 @@ class BodySizeLimit:
             }
         )  # fmt: skip
         await send({"type": "http.response.body", "body": body})
+
+
+def json_depth_exceeds(raw: bytes, max_depth: int) -> bool:
+    """Whether the JSON text nests arrays and objects deeper than `max_depth`.
+
+    Iterative and done by bytes methods (C loops), so a hostile body costs at most
+    `max_depth` passes over its brackets. Escaped backslashes and quotes go first, then the
+    strings, leaving the brackets outside strings; each pass removes the innermost pairs, one
+    level. Unbalanced text is left to the parser to word (False).
+    """
+    if raw.count(b"[") + raw.count(b"{") <= max_depth:
+        return False
+    text = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(_BRACKETS, _NOT_STRUCTURE)
+    brackets = b"".join(text.split(b'"')[::2])  # the even pieces lie outside strings
+    for _ in range(max_depth):
+        shorter = brackets.replace(b"[]", b"")
+        if len(shorter) == len(brackets):
+            break  # nothing left, or unbalanced (not JSON: the parser says where)
+        brackets = shorter
+    else:
+        return bool(brackets)
+    return False
+
+
+def check_depth(raw: bytes, max_depth: int) -> None:
+    """40001 if the JSON text nests deeper than `max_depth` (`HUB_API_MAX_JSON_DEPTH`)."""
+    if json_depth_exceeds(raw, max_depth):
+        raise MalformedBody(
+            f"Malformed JSON body: arrays and objects nest deeper than {max_depth} levels "
+            "(HUB_API_MAX_JSON_DEPTH)."
+        )
+
+
+class CheckedBodyRoute(APIRoute):
+    """A route whose JSON body is read, and its nesting checked, before FastAPI parses it.
+
+    FastAPI's own parsing answers a body that stops streaming (over the size limit) with a
+    bare 400, and recurses once per nesting level; reading it here first lets the size limit
+    answer 413 (41301) and the depth limit 400 (40001).
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        parse_and_run = super().get_route_handler()
+
+        async def handler(request: Request) -> Response:
+            if request.method in ("POST", "PUT", "PATCH"):
+                raw = await request.body()  # cached: FastAPI reads it again from memory
+                settings = getattr(request.app.state, "api_settings", None)
+                check_depth(raw, getattr(settings, "max_json_depth", DEFAULT_MAX_DEPTH))
+            return await parse_and_run(request)
+
+        return handler

@@ -61,6 +61,7 @@ async def publish_records(
         raw,
         content_type=request.headers.get("content-type", ""),
         max_records=settings.max_records_per_request,
+        max_depth=settings.max_json_depth,
     )
     version = Version(schema_version) if schema_version else None
 

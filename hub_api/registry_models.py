@@ -2,7 +2,10 @@
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from registry.errors import InvalidVersion
 from registry.types import RegisteredSchema, SchemaReference, Subject, Version
+
+_INT32_MAX = 2**31 - 1
 
 
 class ReferenceModel(BaseModel):
@@ -13,6 +16,9 @@ class ReferenceModel(BaseModel):
     version: int
 
     def to_domain(self) -> SchemaReference:
+        """The reference; 42202 for a version outside 1 to 2^31-1 (or -1, the latest)."""
+        if not (1 <= self.version <= _INT32_MAX or self.version == -1):
+            raise InvalidVersion(str(self.version))
         return SchemaReference(
             name=self.name, subject=Subject(self.subject), version=Version(self.version)
         )

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from hub_api.auth import SubjectWriter, require_reader
 from hub_api.deps import Registry
 from hub_api.errors import REGISTRY_MEDIA_TYPE, RegistryJSONResponse
+from hub_api.limits import CheckedBodyRoute
 from hub_api.registry_models import (
     SchemaCreate,
     SchemaIdPublic,
@@ -22,6 +23,7 @@ from registry.service import parse_version
 from registry.types import SchemaId, SchemaType, Subject, Version
 
 router = APIRouter(
+    route_class=CheckedBodyRoute,
     tags=["registry"],
     default_response_class=RegistryJSONResponse,
     dependencies=[Depends(require_reader)],

@@ -21,6 +21,7 @@ from hub_api.rest_proxy_models import (
     ProduceRequestIn,
     ProduceResponsePublic,
 )
+from hub_api.settings import ApiSettings
 from hub_core.errors import ErrorCode, HubError
 from publish.errors import ProxyErrorCode, ProxyRefused, RecordErrorCode
 from publish.publisher import PublishResult
@@ -69,7 +70,7 @@ async def produce_avro(
         )
     require_owner(caller, feed.owner, what=f"Feed '{topic}'")
     try:
-        body = _parse_body(request, await request.body(), settings.max_records_per_request)
+        body = _parse_body(request, await request.body(), settings)
         schemas = await run_in_threadpool(resolve_schemas, registry, feed, body)
     except ProxyRefused as refused:
         return _error(refused.code, refused.message)
@@ -93,7 +94,7 @@ async def produce_avro(
     )
 
 
-def _parse_body(request: Request, raw: bytes, max_records: int) -> ProduceRequestIn:
+def _parse_body(request: Request, raw: bytes, settings: ApiSettings) -> ProduceRequestIn:
     media_type, _, parameters = request.headers.get("content-type", "").partition(";")
     media_type = media_type.strip().lower()
     charset = parameters.strip().lower().removeprefix("charset=").strip('"')
@@ -105,7 +106,12 @@ def _parse_body(request: Request, raw: bytes, max_records: int) -> ProduceReques
             "protobuf and jsonschema embedded formats are not supported).",
         )
     try:
-        body = parse_batch(raw, ProduceRequestIn, max_records=max_records)
+        body = parse_batch(
+            raw,
+            ProduceRequestIn,
+            max_records=settings.max_records_per_request,
+            max_depth=settings.max_json_depth,
+        )
     except HubError as exc:
         raise ProxyRefused(exc.code, exc.message) from exc
     chosen = [i for i, r in enumerate(body.records) if r.partition is not None]

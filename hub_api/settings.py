@@ -51,6 +51,12 @@ class ApiSettings(BaseSettings):
     max_body_bytes: int = Field(
         default=16 * 1024 * 1024, ge=1024, description="Largest request body accepted (413 above)."
     )
+    max_json_depth: int = Field(
+        default=64,
+        ge=8,
+        description="Deepest nesting of arrays and objects a JSON request body may have (400, "
+        "code 40001, above); checked before the body is parsed.",
+    )
     transactional_producers: int = Field(
         default=2, ge=1, description="Concurrent atomic (transactional) publish requests."
     )

@@ -9,11 +9,14 @@ import logging
 import os
 import re
 from datetime import UTC, datetime
+from typing import Any
 
-# API keys (`hub_<id>_<secret>`) and passwords in URLs are masked wherever they appear.
+# API keys (`hub_<id>_<secret>`), passwords in URLs and `password=` parameters (libpq
+# connection strings, JDBC URLs) are masked wherever they appear.
 _SECRETS = (
     (re.compile(r"\bhub_([0-9a-f]{6,})_[A-Za-z0-9_\-]{8,}"), r"hub_\1_***"),
-    (re.compile(r"(://[^:/@\s]+:)[^@/\s]+@"), r"\1***@"),
+    (re.compile(r"(://[^:/@\s]+:)[^/\s]*@"), r"\1***@"),  # up to the last @ of the authority
+    (re.compile(r"(\b(?:password|passwd|pwd)=)[^\s&;,'\"]+", re.IGNORECASE), r"\1***"),
 )
 
 
@@ -33,16 +36,35 @@ class _Redacting(logging.Filter):
         return True
 
 
-class _JsonFormatter(logging.Formatter):
+class _TextFormatter(logging.Formatter):
+    """Lines with the traceback and stack masked too: an exception's message (a connection
+    URL with its password) reaches the log through them, not through the record's message."""
+
+    def formatException(self, ei: Any) -> str:
+        return redact(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return redact(super().formatStack(stack_info))
+
+    def format(self, record: logging.LogRecord) -> str:
+        # A traceback another handler formatted first is cached unmasked in `exc_text`.
+        return redact(super().format(record))
+
+
+class _JsonFormatter(_TextFormatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": redact(record.getMessage()),
         }
         if record.exc_info:
-            entry["error"] = redact(self.formatException(record.exc_info))
+            entry["error"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            entry["error"] = redact(record.exc_text)
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
         return json.dumps(entry)
 
 
@@ -53,7 +75,7 @@ def configure_logging() -> None:
         handler.setFormatter(_JsonFormatter())
     else:
         handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%H:%M:%S")
+            _TextFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%H:%M:%S")
         )
     handler.addFilter(_Redacting())
     root = logging.getLogger()

@@ -22,6 +22,7 @@ from hub_cli.errors import SchemaCheckError
 from hub_core.errors import HubError
 from registry.avro import parse
 from registry.compatibility import check
+from registry.schema_rules import SchemaLimits, check_subject
 from registry.types import CompatibilityMode
 
 REGISTRY_MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
@@ -149,7 +150,9 @@ def check_against_revision(
         rule = mapping.rule(path, base)
         level = rule.compatibility or mapping.default_compatibility
         try:
-            candidate = parse(_read_schema(path))
+            # Offline, the registry's rules with their default limits: what it would refuse.
+            candidate = parse(_read_schema(path), limits=SchemaLimits())
+            check_subject(candidate.resolved, rule.subject)
             previous = _git_show(revision, path)
             if previous is None:
                 results.append(FileResult(path, rule.subject, Verdict.NEW_SUBJECT, level))

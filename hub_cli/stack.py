@@ -3,11 +3,13 @@
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
@@ -20,6 +22,7 @@ from hub_cli import demo
 from hub_cli.errors import StackError
 from hub_cli.warehouse_commands import demo_model
 from hub_core.database import create_database_engine
+from hub_core.environment import child_environment
 from hub_core.naming import TopicName, bronze_table
 from hub_core.settings import default_home
 from hub_kafka.local_broker import LocalBroker
@@ -41,13 +44,65 @@ def local_admin_key(teams: TeamStore, path: Path) -> str:
     """The local hub's admin key: kept in `path` (mode 0600), made anew if missing or revoked."""
     if path.exists():
         token = path.read_text().strip()
-        if teams.verify(token) is not None:
-            return token
+        principal = teams.verify(token)
+        if principal is not None:
+            if not path.stat().st_mode & 0o077:
+                return token
+            # Readable by others (made by hand, or by an older hub): the key may have been
+            # read already, so it is revoked and replaced, not just chmod-ed.
+            log.warning("%s was readable by other users; replacing the admin key", path)
+            teams.revoke(key_id=principal.key_id)
     key, token = teams.create_key(team=None, admin=True)
-    path.touch(mode=0o600)
-    path.write_text(token + "\n")
+    write_secret(path, token + "\n")
     log.info("created admin key %s (in %s)", key.key_id, path)
     return token
+
+
+def write_secret(path: Path, text: str) -> None:
+    """Write `path` with mode 0600, atomically: other users can never read it, and a reader
+    sees the old file or the whole new one, never a part.
+
+    The text goes to a new file created 0600 (`O_EXCL`, so never one an attacker placed) in the
+    same directory, then replaces `path`; a file already at `path` is replaced, whatever its
+    mode, never written into.
+    """
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    descriptor = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(descriptor, "w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+# The hub secrets each child of `hub up` needs; it gets no other (see hub_core.environment).
+# The metastore server and the Kafka broker are JVMs that need none (`BackgroundProcess`).
+CHILD_SECRETS: dict[str, frozenset[str]] = {
+    # The registry and catalog database.
+    "API server": frozenset({"HUB_REGISTRY_DATABASE_URL"}),
+    # Schemas by id from the API, and the metastore database.
+    "loader": frozenset(
+        {"HUB_LOADER_REGISTRY_KEY", "HUB_LOADER_METASTORE_URL", "HUB_LOADER_METASTORE_PASSWORD"}
+    ),
+    # The metastore database only: it reads tables, never the registry.
+    "analyst server": frozenset({"HUB_LOADER_METASTORE_URL", "HUB_LOADER_METASTORE_PASSWORD"}),
+}
+
+
+def child_env(
+    name: str, *, parent: Mapping[str, str], bootstrap_servers: str, api_url: str, admin_key: str
+) -> dict[str, str]:
+    """The environment of the `hub up` child `name`: `parent`'s without the secrets it does not
+    need, with the local broker's address, and for the loader the API's address and a key."""
+    extra = {"HUB_KAFKA_BOOTSTRAP_SERVERS": bootstrap_servers}
+    if name == "loader":
+        extra["HUB_LOADER_REGISTRY_URL"] = api_url
+        extra["HUB_LOADER_REGISTRY_KEY"] = parent.get("HUB_LOADER_REGISTRY_KEY", admin_key)
+    return child_environment(needs=CHILD_SECRETS[name], extra=extra, parent=parent)
 
 
 def ensure_team(teams: TeamStore, team: TeamName) -> None:
@@ -149,12 +204,13 @@ class LocalStack:
     def _spawn(self, name: str, args: list[str]) -> None:
         log_path = self._log_path(name)
         log.info("starting the %s (log: %s)", name, log_path)
-        env = {
-            **os.environ,
-            "HUB_KAFKA_BOOTSTRAP_SERVERS": self._kafka.bootstrap_servers,
-            "HUB_LOADER_REGISTRY_URL": self.api_url,
-            "HUB_LOADER_REGISTRY_KEY": os.environ.get("HUB_LOADER_REGISTRY_KEY", self._admin_key),
-        }
+        env = child_env(
+            name,
+            parent=os.environ,
+            bootstrap_servers=self._kafka.bootstrap_servers,
+            api_url=self.api_url,
+            admin_key=self._admin_key,
+        )
         child = subprocess.Popen(
             [sys.executable, "-m", "hub_cli.main", *args],
             stdout=log_path.open("ab"),

@@ -42,6 +42,7 @@ class ErrorCode(IntEnum):
     IDEMPOTENCY_KEY_IN_USE = 40922
     # 413/415: the body is too large, or not JSON
     PAYLOAD_TOO_LARGE = 41301
+    RECORD_TOO_LARGE = 41302
     UNSUPPORTED_MEDIA_TYPE = 41501
     # 422: the content is well-formed but invalid (Confluent's numbers first)
     INVALID_SCHEMA = 42201

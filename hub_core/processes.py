@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from hub_core.environment import child_environment
+
 log = logging.getLogger(__name__)
 
 
@@ -55,7 +57,9 @@ class BackgroundProcess:
     def start(
         self, command: list[str], *, output: Path, cwd: Path | None = None
     ) -> subprocess.Popen[bytes]:
-        """Run `command` in a session of its own, its output appended to `output`."""
+        """Run `command` in a session of its own, its output appended to `output`.
+
+        The service gets no hub secrets: none of the JVM services the hub runs needs one."""
         with output.open("ab") as sink:
             process = subprocess.Popen(
                 command,
@@ -63,6 +67,7 @@ class BackgroundProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 cwd=cwd,
+                env=child_environment(),
                 # A terminal's Ctrl-C reaches the hub, which stops the service itself.
                 start_new_session=True,
             )

@@ -14,6 +14,7 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from hub_core.environment import child_environment
 from hub_core.processes import BackgroundProcess, java_command, port_open
 from hub_kafka.errors import BrokerError
 from hub_kafka.settings import KafkaSettings
@@ -159,6 +160,7 @@ class LocalBroker:
             capture_output=True,
             text=True,
             check=False,
+            env=child_environment(),
         )
         if result.returncode != 0:
             raise BrokerError(

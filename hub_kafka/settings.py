@@ -37,6 +37,17 @@ class KafkaSettings(BaseSettings):
             "memory used while Kafka is slow or away."
         ),
     )
+    max_record_bytes: int = Field(
+        default=1_000_000,
+        ge=1024,
+        description=(
+            "Largest record the hub produces: its encoded value, key and headers plus their "
+            "framing. A larger record is refused (413, code 41302) before it reaches Kafka, "
+            "and the other records of its batch go on. The default is the producer's "
+            "`message.max.bytes`, below the broker's (1048588); keep it at most the smallest "
+            "`max.message.bytes` of the hub's topics."
+        ),
+    )
     broker_home: Path = Field(
         default_factory=lambda: default_home() / "kafka",
         description="State directory of the local broker (data, logs, pid file).",

@@ -9,7 +9,7 @@ status.
 
 from enum import IntEnum, unique
 
-from hub_core.errors import ErrorCode
+from hub_core.errors import ErrorCode, TerminalError
 
 
 @unique
@@ -37,6 +37,20 @@ class RecordErrorCode(IntEnum):
 
     KAFKA_ERROR = 1  # non-retriable
     KAFKA_RETRIABLE_ERROR = 2  # the same record may be accepted if sent again
+
+
+class RecordTooLarge(TerminalError):
+    """One record, encoded, is larger than Kafka accepts; refused before it is produced."""
+
+    code = ErrorCode.RECORD_TOO_LARGE
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            f"$: the record is {size} bytes encoded (value, key and headers); Kafka accepts at "
+            f"most {limit} (HUB_KAFKA_MAX_RECORD_BYTES). Make it smaller: split it, or move "
+            "large content out of the record and publish a reference to it."
+        )
+        self.path = "$"
 
 
 class ProxyRefused(Exception):

@@ -9,10 +9,9 @@ from typing import Any
 from catalog.errors import InvalidFeed
 from catalog.feeds import FeedStore
 from catalog.types import Feed, FeedKind, TeamName
-from hub_core.naming import dlq_topic, key_subject, topic_name, value_subject
+from hub_core.naming import TopicName, dlq_topic, key_subject, topic_name, value_subject
 from hub_core.ttl import TtlCache
 from hub_kafka.admin import TopicAdmin, TopicState
-from registry.avro import parse
 from registry.errors import SubjectNotFound
 from registry.service import RegistryService
 from registry.types import RegisteredSchema, Subject
@@ -96,7 +95,7 @@ class FeedService:
         Every step is idempotent, so a request that failed half-way can simply be retried.
         """
         topic = topic_name(spec.topic)
-        value = self._validate(spec)
+        value = self._validate(spec, topic)
         self._registry.register(
             subject=Subject(value_subject(topic)), schema_text=spec.value_schema
         )
@@ -128,7 +127,7 @@ class FeedService:
         log.info("created feed %s (%s, owner %s)", topic, spec.kind, spec.owner)
         return feed
 
-    def _validate(self, spec: FeedSpec) -> dict[str, Any]:
+    def _validate(self, spec: FeedSpec, topic: TopicName) -> dict[str, Any]:
         if not 1 <= spec.partitions <= _MAX_PARTITIONS:
             raise InvalidFeed(
                 f"partitions must be between 1 and {_MAX_PARTITIONS}, got {spec.partitions}."
@@ -142,7 +141,11 @@ class FeedService:
             )
         if spec.kind is FeedKind.CHANGELOG and spec.retention_ms is not None:
             raise InvalidFeed("A changelog feed is compacted, not expired: leave retention_ms out.")
-        value = parse(spec.value_schema).json
+        # The registry's rules for a new schema (names every stage can carry, limits), before
+        # anything is created.
+        value = self._registry.accept(spec.value_schema, subject=Subject(value_subject(topic))).json
+        if spec.key_schema is not None:
+            self._registry.accept(spec.key_schema, subject=Subject(key_subject(topic)))
         if not isinstance(value, dict) or value.get("type") != "record":
             raise InvalidFeed("A feed's value schema must be an Avro record.")
         names = [f["name"] for f in value["fields"]]

@@ -22,6 +22,7 @@ from hub_kafka.producer import (
     Report,
     TransactionalProducers,
 )
+from publish.errors import RecordTooLarge
 from registry.cleaning import Change
 from registry.compiled import CompiledSchema, compiled
 from registry.errors import InvalidRecord, TombstoneNotAllowed
@@ -29,6 +30,14 @@ from registry.service import RegistryService
 from registry.types import SchemaId, Subject, Version
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_INT64_MAX = 2**63 - 1
+DEFAULT_MAX_RECORD_BYTES = 1_000_000  # KafkaSettings.max_record_bytes's default
+# What Kafka's record format adds to a record's key, value and headers, at most: its length,
+# attributes, timestamp and offset deltas, key and value lengths, header count (varints); and
+# per header, the lengths of its name and value.
+_RECORD_FRAMING = 64
+_HEADER_FRAMING = 10
+MAX_HEADER_NAME = 255  # characters of a header name
 IDEMPOTENCY_HEADER = "hub.idempotency-key"
 # "No key", even in a keyed feed (a CDC truncate concerns every key at once). Kafka refuses
 # null keys on compacted topics, so it is written as an empty (zero-byte) key.
@@ -125,6 +134,7 @@ class Codecs:
     values: _ValueCodec
     keys: _KeyCodec
     version: Version
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES  # HUB_KAFKA_MAX_RECORD_BYTES
 
     def outcome(self, results: list[PublishResult]) -> PublishOutcome:
         """The answer to a batch encoded with these codecs, given each record's result."""
@@ -136,6 +146,7 @@ def _prepare(
     values: _ValueCodec,
     keys: _KeyCodec,
     marker: list[tuple[str, bytes]] | None,
+    max_bytes: int,
 ) -> _Prepared:
     changes: tuple[Change, ...] = ()
     if record.value is None:
@@ -150,8 +161,15 @@ def _prepare(
         headers = marker if headers is None else headers + marker
     timestamp = record.timestamp
     timestamp_ms = (
-        timestamp if timestamp is None or type(timestamp) is int else _timestamp_ms(timestamp)
+        timestamp
+        if timestamp is None or (type(timestamp) is int and 0 <= timestamp <= _INT64_MAX)
+        else _timestamp_ms(timestamp)
     )
+    size = (len(value) if value else 0) + (len(key) if key else 0) + _RECORD_FRAMING
+    if headers:
+        size += sum(len(name) + len(data) + _HEADER_FRAMING for name, data in headers)
+    if size > max_bytes:
+        raise RecordTooLarge(size, max_bytes)
     return (values.topic, key, value, headers, timestamp_ms), changes
 
 
@@ -184,10 +202,13 @@ class Publisher:
         registry: RegistryService,
         producer: FeedProducer,
         transactions: TransactionalProducers | None = None,
+        *,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         self._registry = registry
         self._producer = producer
         self._transactions = transactions
+        self._max_record_bytes = max_record_bytes
 
     def publish(
         self,
@@ -259,7 +280,7 @@ class Publisher:
         )
         value_schema = self._registry.schema(schema_id=value_version.schema_id)
         values = _ValueCodec(feed, topic, compiled(value_schema), value_version.schema_id)
-        return Codecs(values, self._key_codec(feed), value_version.version)
+        return Codecs(values, self._key_codec(feed), value_version.version, self._max_record_bytes)
 
     def _key_codec(self, feed: Feed) -> _KeyCodec:
         if not feed.key_fields:
@@ -329,7 +350,9 @@ class PreparedBatch:
                 else None
             )
             try:
-                self.prepared.append(_prepare(record, codecs.values, codecs.keys, marker))
+                self.prepared.append(
+                    _prepare(record, codecs.values, codecs.keys, marker, codecs.max_record_bytes)
+                )
             except HubError as exc:
                 self.prepared.append(exc)
         # What goes to Kafka, in order: the valid records, and with `dlq` the invalid ones'
@@ -446,10 +469,19 @@ def _headers(headers: Mapping[str, str] | None) -> list[tuple[str, bytes]]:
         isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
     ):
         raise InvalidRecord("$.headers: expected an object of string values.", path="$.headers")
+    for name, value in headers.items():
+        if not name or len(name) > MAX_HEADER_NAME or not name.isprintable() or "\x00" in value:
+            raise InvalidRecord(
+                f"$.headers: header {name[:40]!r} is not allowed: names are 1 to "
+                f"{MAX_HEADER_NAME} printable characters, and no name or value may hold a NUL "
+                "character.",
+                path="$.headers",
+            )
     return [(name, value.encode("utf-8")) for name, value in headers.items()]
 
 
 def _timestamp_ms(timestamp: Any) -> int | None:
+    """A record's Kafka timestamp: epoch milliseconds from 0 (1970) to the largest int64."""
     if timestamp is None:
         return None
     if isinstance(timestamp, bool) or not isinstance(timestamp, int | str):
@@ -457,13 +489,21 @@ def _timestamp_ms(timestamp: Any) -> int | None:
             "$.timestamp: expected ISO-8601 text or epoch milliseconds.", path="$.timestamp"
         )
     if isinstance(timestamp, int):
-        return timestamp
-    try:
-        moment = datetime.fromisoformat(timestamp)
-    except ValueError as exc:
+        milliseconds = timestamp
+    else:
+        try:
+            moment = datetime.fromisoformat(timestamp)
+        except ValueError as exc:
+            raise InvalidRecord(
+                f"$.timestamp: {timestamp!r} is not an ISO-8601 timestamp.", path="$.timestamp"
+            ) from exc
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        milliseconds = (moment - _EPOCH) // timedelta(milliseconds=1)
+    if not 0 <= milliseconds <= _INT64_MAX:
         raise InvalidRecord(
-            f"$.timestamp: {timestamp!r} is not an ISO-8601 timestamp.", path="$.timestamp"
-        ) from exc
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // timedelta(milliseconds=1)
+            f"$.timestamp: {str(timestamp)[:40]} is outside Kafka's timestamps (epoch "
+            f"milliseconds from 0, 1970-01-01, to {_INT64_MAX}).",
+            path="$.timestamp",
+        )
+    return milliseconds

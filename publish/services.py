@@ -61,6 +61,8 @@ def publish_services(
         SchemaStore(engine),
         default_compatibility=registry.default_compatibility,
         cache_seconds=registry.cache_seconds,
+        limits=registry.schema_limits(),
+        parse_cache_bytes=registry.parse_cache_bytes,
     )
     producer = FeedProducer(kafka)
     transactions = (
@@ -75,7 +77,9 @@ def publish_services(
         engine=engine,
         registry=service,
         feeds=FeedService(FeedStore(engine), service, admin, cache_seconds=registry.cache_seconds),
-        publisher=Publisher(service, producer, transactions),
+        publisher=Publisher(
+            service, producer, transactions, max_record_bytes=kafka.max_record_bytes
+        ),
         idempotency=IdempotentRequests(IdempotencyStore(engine)),
         producer=producer,
         admin=admin,

@@ -10,6 +10,7 @@ import fastavro
 from fastavro.schema import SchemaParseException, UnknownType
 
 from registry.errors import InvalidSchema
+from registry.schema_rules import SchemaLimits, check_document, check_text
 from registry.types import SchemaReference
 
 PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
@@ -47,24 +48,40 @@ def parse(
     *,
     references: Iterable[tuple[SchemaReference, "AvroSchema"]] = (),
     normalize: bool = False,
+    limits: SchemaLimits | None = None,
 ) -> AvroSchema:
-    """Parse schema text whose named types may come from `references`; raise 42201 if invalid."""
+    """Parse schema text whose named types may come from `references`; raise 42201 if invalid.
+
+    With `limits`, the text is a schema being accepted: it must also keep the rules of
+    `registry.schema_rules` (names, unions, sizes), which stored schemas are not held to.
+    """
+    references = tuple(references)
+    if limits is not None:
+        check_text(text, limits, references=len(references))
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidSchema(
             f"Invalid schema: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})."
         ) from exc
-    _check_structure(document, "$")
-    references = tuple(references)
-    imported: dict[str, Any] = {}
-    for _ref, schema in references:
-        imported.update(named_types(schema.resolved))
-    resolved = _Inliner(imported).inline(document, namespace=None)
+    except RecursionError as exc:
+        raise _too_deep() from exc
+    try:
+        _check_structure(document, "$")
+        imported: dict[str, Any] = {}
+        for _ref, schema in references:
+            imported.update(named_types(schema.resolved))
+        resolved = _Inliner(imported).inline(document, namespace=None)
+    except RecursionError as exc:
+        raise _too_deep() from exc
+    if limits is not None:
+        check_document(resolved, limits)
     try:
         parsed = fastavro.parse_schema(resolved, _write_hint=True)
     except (SchemaParseException, UnknownType, ValueError, TypeError, KeyError) as exc:
         raise InvalidSchema(f"Invalid schema: {exc}") from exc
+    except RecursionError as exc:
+        raise _too_deep() from exc
     if normalize:
         document = normalized(document)
     canonical = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
@@ -79,6 +96,14 @@ def parse(
         resolved=resolved,
         parsed=parsed,
         references=refs,
+    )
+
+
+def _too_deep() -> InvalidSchema:
+    # Only reachable without limits (a stored schema) or through long chains of references.
+    return InvalidSchema(
+        "Invalid schema at $: nested too deeply to parse; flatten the schema "
+        "(HUB_REGISTRY_MAX_SCHEMA_DEPTH bounds the nesting of schemas the registry accepts)."
     )
 
 

@@ -386,7 +386,8 @@ class _Checker:
         return _under(outcome, ("name",))
 
     def _symbols(self, reader: EnumSchema, writer: EnumSchema) -> _Outcome:
-        missing = [symbol for symbol in writer.symbols if symbol not in reader.symbols]
+        readable = frozenset(reader.symbols)  # a set: enums may have a thousand symbols
+        missing = [symbol for symbol in writer.symbols if symbol not in readable]
         if not missing or reader.default is not None:
             return _COMPATIBLE
         outcome = self._found(

@@ -76,10 +76,19 @@ class RecordSchema:
     name: str
     aliases: frozenset[str]
     fields: tuple[Field, ...] = field(default=(), repr=False)
+    _by_name: dict[str, Field] = field(default_factory=dict, init=False, repr=False)
+    _indexed: tuple[Field, ...] = field(default=(), init=False, repr=False)
 
     def field_named(self, name: str) -> Field | None:
         """The field called `name` (its own name, not an alias), if any."""
-        return next((f for f in self.fields if f.name == name), None)
+        # Indexed on first use after the fields are set: a search per reader field made
+        # comparing records of thousands of fields quadratic.
+        if self._indexed is not self.fields:
+            self._by_name = {}
+            for f in self.fields:
+                self._by_name.setdefault(f.name, f)
+            self._indexed = self.fields
+        return self._by_name.get(name)
 
 
 Named = RecordSchema | EnumSchema | FixedSchema

@@ -10,7 +10,7 @@ import io
 import math
 from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 from uuid import UUID
 
@@ -283,13 +283,15 @@ def _decimal(value: Any, path: str, schema: Mapping[str, Any]) -> Decimal:
             f"{path}: {value!r} has more than the {scale} decimal places the schema allows.",
             path=path,
         )
-    quantized = number.quantize(Decimal(1).scaleb(-scale))
-    if len(quantized.as_tuple().digits) > precision:
+    # Checked before quantizing: Python's default context holds 28 digits, fewer than a
+    # decimal(38, s) may have, and a huge exponent must not become a huge coefficient.
+    if number and number.adjusted() + 1 > precision - scale:
         raise InvalidRecord(
-            f"{path}: {value!r} has more than the {precision} digits the schema allows.",
+            f"{path}: {value!r} has more than the {precision} digits the schema allows "
+            f"(decimal({precision}, {scale}): at most {precision - scale} before the point).",
             path=path,
         )
-    return quantized
+    return number.quantize(Decimal(1).scaleb(-scale), context=Context(prec=max(precision, 1)))
 
 
 def _uuid(value: Any, path: str, _schema: Mapping[str, Any]) -> str:

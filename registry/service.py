@@ -1,9 +1,9 @@
 """Registry operations: the rules of the Confluent Schema Registry over the SQL store."""
 
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Literal
 
+from hub_core.sized_cache import SizedLruCache
 from hub_core.ttl import TtlCache
 from registry.avro import AvroSchema, parse
 from registry.cleaning import validate_rules
@@ -28,6 +28,7 @@ from registry.errors import (
     VersionNotSoftDeleted,
     VersionSoftDeleted,
 )
+from registry.schema_rules import SchemaLimits, check_document, check_subject, check_text
 from registry.store import SchemaStore
 from registry.types import (
     CompatibilityMode,
@@ -84,18 +85,25 @@ class RegistryService:
         config: ConfigStore | None = None,
         *,
         default_compatibility: CompatibilityMode = CompatibilityMode.BACKWARD,
-        cache_size: int = 10_000,
         cache_seconds: float = 5.0,
+        limits: SchemaLimits | None = None,
+        parse_cache_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self._store = store
         self._config = config or ConfigStore(store.sessions)
         self._default_compatibility = default_compatibility
+        self._limits = limits or SchemaLimits()
         # A schema id always names the same schema, so parsed schemas are cached by id, and
-        # schema text by its own identity. Whether an id is still in use, and which version of
-        # a subject is the latest, can change in any process sharing the database: those
-        # answers are trusted for `cache_seconds`.
-        self._schema_by_id = lru_cache(maxsize=cache_size)(self._load_schema)
-        self._parsed = lru_cache(maxsize=1024)(self._parse_uncached)
+        # schema text by its own identity, each within `parse_cache_bytes` of schema text (a
+        # count of entries would let a few large schemas take any amount of memory). Whether an
+        # id is still in use, and which version of a subject is the latest, can change in any
+        # process sharing the database: those answers are trusted for `cache_seconds`.
+        self._by_id: SizedLruCache[SchemaId, AvroSchema] = SizedLruCache(
+            parse_cache_bytes, _text_size
+        )
+        self._parsed: SizedLruCache[tuple[str, tuple[SchemaReference, ...], bool], AvroSchema] = (
+            SizedLruCache(parse_cache_bytes, _text_size)
+        )
         self._in_use: TtlCache[SchemaId, bool] = TtlCache(cache_seconds)
         self._latest: TtlCache[Subject, RegisteredSchema] = TtlCache(cache_seconds)
         self._found: TtlCache[tuple[Subject, str, bool], RegisteredSchema] = TtlCache(cache_seconds)
@@ -109,8 +117,32 @@ class RegistryService:
         references: Sequence[SchemaReference] = (),
         normalize: bool = False,
     ) -> AvroSchema:
-        """Parse schema text, fetching the named types its references point at."""
-        return self._parsed(schema_text, tuple(references), normalize)
+        """Parse schema text, fetching the named types its references point at.
+
+        Stored and looked-up schemas are parsed as they are: the rules of `accept` apply only
+        to schemas offered anew, so one registered before a rule existed still resolves.
+        """
+        refs = tuple(references)
+        return self._parsed.get_or_load(
+            (schema_text, refs, normalize),
+            lambda: self._parse_uncached(schema_text, refs, normalize),
+        )
+
+    def accept(
+        self,
+        schema_text: str,
+        *,
+        subject: Subject,
+        references: Sequence[SchemaReference] = (),
+        normalize: bool = False,
+    ) -> AvroSchema:
+        """Parse a schema offered for `subject` (to register or to check), holding it to the
+        registry's rules and limits (`registry.schema_rules`): 42201 naming the rule broken."""
+        check_text(schema_text, self._limits, references=len(references))  # before parsing
+        schema = self.parse(schema_text, references=references, normalize=normalize)
+        check_document(schema.resolved, self._limits)
+        check_subject(schema.resolved, subject)
+        return schema
 
     def _parse_uncached(
         self, schema_text: str, references: tuple[SchemaReference, ...], normalize: bool
@@ -143,6 +175,7 @@ class RegistryService:
                 "A schema id or version can only be given in IMPORT mode "
                 f"(subject '{subject}' is in {mode} mode)."
             )
+        check_text(schema_text, self._limits, references=len(references))  # before parsing
         schema = self.parse(schema_text, references=references, normalize=normalize)
         existing = self._store.find(subject=subject, schema=schema, include_deleted=False)
         if existing is not None:
@@ -151,7 +184,10 @@ class RegistryService:
                     f"Schema already registered under '{subject}' with id {existing.schema_id}, "
                     f"not the requested id {schema_id}."
                 )
-            return existing
+            return existing  # registered before: not held again to rules made since
+        schema = self.accept(
+            schema_text, subject=subject, references=references, normalize=normalize
+        )
         if importing:
             self._check_import(subject, schema, schema_id, version)
         else:
@@ -237,6 +273,9 @@ class RegistryService:
             latest = self.version(subject=subject, version=None)
             self._latest.put(subject, latest)
         return latest
+
+    def _schema_by_id(self, schema_id: SchemaId) -> AvroSchema:
+        return self._by_id.get_or_load(schema_id, lambda: self._load_schema(schema_id))
 
     def _load_schema(self, schema_id: SchemaId) -> AvroSchema:
         row, references = self._store.get(schema_id=schema_id)
@@ -401,7 +440,9 @@ class RegistryService:
     ) -> CompatibilityReport:
         """Check a candidate against one version (None: the latest) or, with "all", against
         the versions the subject's level names."""
-        schema = self.parse(schema_text, references=references, normalize=normalize)
+        schema = self.accept(
+            schema_text, subject=subject, references=references, normalize=normalize
+        )
         if version == "all":
             return self._check_against_subject(subject, schema)
         target = self.version(subject=subject, version=version)
@@ -482,6 +523,11 @@ class RegistryService:
         previous = self.mode(subject=subject, default_to_global=subject is None)
         self._config.set_mode(subject=subject, mode=None)
         return previous
+
+
+def _text_size(schema: AvroSchema) -> int:
+    """What a parsed schema counts for in a cache: the length of its text."""
+    return len(schema.canonical)
 
 
 # A check against one chosen version uses the level's direction, not its transitivity.

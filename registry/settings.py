@@ -4,6 +4,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hub_core.settings import default_home
+from registry.schema_rules import SchemaLimits
 from registry.types import CompatibilityMode
 
 
@@ -34,3 +35,49 @@ class RegistrySettings(BaseSettings):
         default=CompatibilityMode.BACKWARD,
         description="Compatibility level of subjects and of the registry when none is set.",
     )
+    max_schema_bytes: int = Field(
+        default=256 * 1024,
+        ge=1024,
+        description=(
+            "Largest schema text the registry accepts, in bytes (UTF-8), checked before the "
+            "text is parsed. Larger: 42201."
+        ),
+    )
+    max_schema_depth: int = Field(
+        default=32,
+        ge=1,
+        description=(
+            "Deepest nesting of records, arrays and maps in one another that a schema may have "
+            "(unions do not count). Deeper: 42201."
+        ),
+    )
+    max_schema_fields: int = Field(
+        default=2_000,
+        ge=1,
+        description="Most fields a schema may have, counting the fields of all its records.",
+    )
+    max_enum_symbols: int = Field(
+        default=1_000, ge=1, description="Most symbols one enum of a schema may have."
+    )
+    max_schema_references: int = Field(
+        default=100, ge=0, description="Most references (to other subjects) one schema may have."
+    )
+    parse_cache_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=0,
+        description=(
+            "Memory for parsed schemas, as the total size of their texts, per cache (schemas by "
+            "id, and schema texts being registered or looked up); the least recently used are "
+            "dropped first."
+        ),
+    )
+
+    def schema_limits(self) -> SchemaLimits:
+        """The bounds on schemas the registry accepts."""
+        return SchemaLimits(
+            max_bytes=self.max_schema_bytes,
+            max_depth=self.max_schema_depth,
+            max_fields=self.max_schema_fields,
+            max_enum_symbols=self.max_enum_symbols,
+            max_references=self.max_schema_references,
+        )

@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 from hub_kafka.settings import KafkaSettings
 from spark_loaders.runner import run_streams
-from spark_loaders.session import spark_session
+from spark_loaders.session import SAFE_CONF, lock_down, spark_session
 from spark_loaders.settings import LoaderSettings
 
 
@@ -36,7 +36,12 @@ def main(argv: list[str] | None = None) -> int:
 def _session(settings: LoaderSettings, *, submitted: bool) -> AbstractContextManager[SparkSession]:
     if submitted:
         # A SparkSession is a context manager of its own: leaving the block stops it.
-        return SparkSession.builder.appName("hub-loader").enableHiveSupport().getOrCreate()
+        builder = SparkSession.builder.appName("hub-loader").enableHiveSupport()
+        for key, value in SAFE_CONF.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        lock_down(session)  # when spark-submit's session existed before the builder ran
+        return session
     return spark_session(settings)
 
 

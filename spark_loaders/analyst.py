@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 
 from spark_loaders.analyst_settings import AnalystSettings
 from spark_loaders.errors import LoaderError
+from spark_loaders.session import SAFE_CONF
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,10 @@ def thrift_conf(settings: AnalystSettings) -> dict[str, str]:
         "spark.hadoop.hive.server2.transport.mode": "binary",
         # Each JDBC connection gets its own session (current database, temporary views).
         "spark.sql.hive.thriftServer.singleSession": "false",
+        # Statements are never rewritten before parsing: `${env:...}` stays text. Sessions of
+        # new connections take their defaults from the SparkConf these settings go into.
+        "spark.hadoop.hive.variable.substitute": "false",
+        **SAFE_CONF,
     }
 
 

@@ -1,8 +1,15 @@
-"""Table and column comments from the Avro docs, so analysts read a table's meaning where it is."""
+"""Table and column comments from the Avro docs, so analysts read a table's meaning where it is.
+
+A doc is a team's free text: it never goes into SQL. New tables and columns get it in their
+schema's metadata (`with_comments`); later changes go to the catalog as `TableChange`s, the
+objects `COMMENT ON TABLE` and `ALTER COLUMN ... COMMENT` become after parsing. So no quoting can
+break, and no `${env:...}` can be substituted: the table holds the doc as written.
+"""
 
 import json
 from typing import Any
 
+from py4j.java_gateway import JavaObject
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_loaders.tables import TableState
@@ -55,18 +62,16 @@ class TableComments:
             return
         record_doc, field_docs = docs(json.loads(schema_text)) if schema_text else (None, {})
         if record_doc and record_doc != state.description:
-            self._spark.sql(f"COMMENT ON TABLE {table} IS {_literal(record_doc)}")
+            set_table_comment(self._spark, table, record_doc)
             state.description = record_doc
         wanted = {**field_docs, **METADATA_DOCS}
-        changed = False
-        for column in state.schema.fields:
-            comment = wanted.get(column.name)
-            if comment is not None and column.metadata.get("comment") != comment:
-                self._spark.sql(
-                    f"ALTER TABLE {table} ALTER COLUMN `{column.name}` COMMENT {_literal(comment)}"
-                )
-                changed = True
+        changed = {
+            column.name: wanted[column.name]
+            for column in state.schema.fields
+            if column.name in wanted and column.metadata.get("comment") != wanted[column.name]
+        }
         if changed:
+            set_column_comments(self._spark, table, changed)
             state.schema = self._spark.read.format("delta").load(state.location).schema
         self._done.add(marker)
 
@@ -75,5 +80,47 @@ class TableComments:
         self._done = {done for done in self._done if done[0] != table}
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+def set_table_comment(spark: SparkSession, table: str, comment: str) -> None:
+    """`COMMENT ON TABLE table IS comment`, without SQL text: `comment` is stored as given."""
+    changes = _table_changes(spark)
+    _alter(spark, table, [changes.setProperty("comment", comment)])
+
+
+def set_column_comments(spark: SparkSession, table: str, comments: dict[str, str]) -> None:
+    """Comment top-level columns of `table` ({column: comment}), without SQL text."""
+    changes = _table_changes(spark)
+    _alter(
+        spark,
+        table,
+        [changes.updateColumnComment(_strings(spark, [c]), text) for c, text in comments.items()],
+    )
+
+
+def _table_changes(spark: SparkSession) -> Any:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None, "the session has no JVM"
+    return jvm.org.apache.spark.sql.connector.catalog.TableChange
+
+
+def _alter(spark: SparkSession, table: str, changes: list[JavaObject]) -> None:
+    """Apply `changes` to `table` (`db.name`) through the session catalog (Delta's, for Delta
+    tables), as the ALTER TABLE statements would after parsing."""
+    gateway, jvm = spark.sparkContext._gateway, spark.sparkContext._jvm
+    assert gateway is not None and jvm is not None, "the session has no JVM"
+    *namespace, name = table.split(".")
+    catalog_api = jvm.org.apache.spark.sql.connector.catalog
+    identifier = catalog_api.Identifier.of(_strings(spark, namespace), name)
+    array = gateway.new_array(catalog_api.TableChange, len(changes))
+    for index, change in enumerate(changes):
+        array[index] = change
+    catalog = spark._jsparkSession.sessionState().catalogManager().catalog("spark_catalog")
+    catalog.alterTable(identifier, array)
+
+
+def _strings(spark: SparkSession, values: list[str]) -> JavaObject:
+    gateway, jvm = spark.sparkContext._gateway, spark.sparkContext._jvm
+    assert gateway is not None and jvm is not None, "the session has no JVM"
+    array = gateway.new_array(jvm.java.lang.String, len(values))
+    for index, value in enumerate(values):
+        array[index] = value
+    return array

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum, unique
 from pathlib import Path
 
+from hub_core.environment import child_environment
 from hub_core.processes import BackgroundProcess, java_command, port_open
 from spark_loaders.errors import MetastoreError
 from spark_loaders.settings import LoaderSettings
@@ -186,6 +187,7 @@ class MetastoreServer:
                 capture_output=True,
                 timeout=timeout_s,
                 check=False,
+                env=child_environment(),
             )
         self._process.stop(timeout_s=timeout_s)  # signals, if the command did not stop it
         return True

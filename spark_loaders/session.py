@@ -3,6 +3,7 @@
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -11,6 +12,11 @@ from spark_loaders.errors import LoaderError
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
+
+# Spark substitutes `${env:...}`, `${system:...}` and `${var}` in SQL text by default: an
+# environment variable (a password) could reach a table through a statement that embeds user
+# text, and a schema's `doc` would not round-trip. No hub session substitutes anything.
+SAFE_CONF = {"spark.sql.variable.substitute": "false"}
 
 
 def build_session(
@@ -32,31 +38,10 @@ def build_session(
         )
     settings.warehouse_dir.mkdir(parents=True, exist_ok=True)
     settings.metastore_dir.mkdir(parents=True, exist_ok=True)
-    metastore_conf = metastore.spark_conf(settings)
+    conf = session_conf(settings, jars=jars, extra_conf=extra_conf)
     metastore.ensure_metastore(settings)
-    # Spark's own Derby (the Thrift server's in-memory execution catalog) logs here, not in cwd.
-    derby_log = settings.metastore_dir / "derby-spark.log"
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .master(settings.master)
-        .config("spark.jars", ",".join(str(j) for j in jars))
-        .config("spark.driver.memory", settings.driver_memory)
-        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config(
-            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
-        )
-        .config("spark.sql.warehouse.dir", str(settings.warehouse_dir))
-        .config("spark.driver.extraJavaOptions", f"-Dderby.stream.error.file={derby_log}")
-        .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
-        # Delta rebuilds table state with this many tasks (default 50): far too many for the
-        # small, frequent commits of a streaming loader.
-        .config("spark.databricks.delta.snapshotPartitions", str(settings.shuffle_partitions))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
-        .enableHiveSupport()
-    )
-    for key, value in {**metastore_conf, **(extra_conf or {})}.items():
+    builder = SparkSession.builder.appName(app_name).master(settings.master).enableHiveSupport()
+    for key, value in conf.items():
         builder = builder.config(key, value)
     log.info(
         "starting Spark (%s) with %d local jars on the %s",
@@ -66,7 +51,40 @@ def build_session(
     )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    lock_down(session)
     return session
+
+
+def session_conf(
+    settings: LoaderSettings, *, jars: list[Path], extra_conf: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Every Spark setting `build_session` gives its session; `SAFE_CONF` always wins."""
+    # Spark's own Derby (the Thrift server's in-memory execution catalog) logs here, not in cwd.
+    derby_log = settings.metastore_dir / "derby-spark.log"
+    return {
+        "spark.jars": ",".join(str(j) for j in jars),
+        "spark.driver.memory": settings.driver_memory,
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.warehouse.dir": str(settings.warehouse_dir),
+        "spark.driver.extraJavaOptions": f"-Dderby.stream.error.file={derby_log}",
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+        # Delta rebuilds table state with this many tasks (default 50): far too many for the
+        # small, frequent commits of a streaming loader.
+        "spark.databricks.delta.snapshotPartitions": str(settings.shuffle_partitions),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+        **metastore.spark_conf(settings),
+        **(extra_conf or {}),
+        **SAFE_CONF,
+    }
+
+
+def lock_down(session: SparkSession) -> None:
+    """Apply `SAFE_CONF` to a session the hub did not build (spark-submit's), or built earlier."""
+    for key, value in SAFE_CONF.items():
+        session.conf.set(key, value)
 
 
 @contextmanager

@@ -15,6 +15,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from spark_loaders.comments import set_table_comment
 from spark_loaders.errors import LoaderError
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.changes import (
@@ -180,7 +181,7 @@ class SilverLoader:
 
     def _comment(self, table: str, what: str) -> None:
         text = f"{what} of {self._spec.bronze_table}, in source order (hub silver)."
-        self._spark.sql(f"COMMENT ON TABLE {table} IS '{text}'")
+        set_table_comment(self._spark, table, text)
 
 
 def detached(frame: DataFrame) -> DataFrame:

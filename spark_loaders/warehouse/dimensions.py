@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType, TimestampType
 
 from hub_core.naming import TopicName, table_suffix
+from spark_loaders.comments import set_table_comment
 from spark_loaders.silver.loader import detached
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.model import Dimension, ScdType
@@ -80,9 +81,11 @@ class DimensionBuilder:
         self._spark.createDataFrame([tuple(unknown[f.name] for f in fields)], schema).write.format(
             "delta"
         ).saveAsTable(dim_table(dim))
-        self._spark.sql(
-            f"COMMENT ON TABLE {dim_table(dim)} IS 'Dimension {dim.name} from {dim.source} "
-            f"(SCD type {int(dim.scd_type)}); key {UNKNOWN_KEY} is the unknown member.'"
+        set_table_comment(
+            self._spark,
+            dim_table(dim),
+            f"Dimension {dim.name} from {dim.source} (SCD type {int(dim.scd_type)}); "
+            f"key {UNKNOWN_KEY} is the unknown member.",
         )
 
     def refresh(self) -> None:

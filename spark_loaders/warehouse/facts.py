@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from hub_core.naming import TopicName, bronze_table
+from spark_loaders.comments import set_table_comment
 from spark_loaders.silver.loader import detached
 from spark_loaders.warehouse.dimensions import (
     UNKNOWN_KEY,
@@ -132,9 +133,11 @@ class FactBuilder:
         if not self._spark.catalog.tableExists(table):
             self._spark.sql("CREATE DATABASE IF NOT EXISTS gold")
             facts.write.format("delta").saveAsTable(table)
-            self._spark.sql(
-                f"COMMENT ON TABLE {table} IS 'Facts {self._fact.name} from "
-                f"{self._fact.source}, one row per {', '.join(self._fact.grain)}.'"
+            set_table_comment(
+                self._spark,
+                table,
+                f"Facts {self._fact.name} from {self._fact.source}, "
+                f"one row per {', '.join(self._fact.grain)}.",
             )
             return
         grain = " AND ".join(f"t.{c} <=> s.{c}" for c in self._fact.grain)

@@ -121,3 +121,12 @@ def test_usage_problems_exit_2_with_the_fix(repo: Path, args: list[str], message
     result = hub("schema", "check", *args, cwd=repo)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+def test_a_schema_the_registry_would_refuse_fails_with_the_path_and_rule(repo: Path) -> None:
+    _change(repo, bad={"name": "a b", "type": ["null", "string"], "default": None})
+
+    result = hub("schema", "check", "--against", "HEAD", "schemas", cwd=repo)
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "$.fields[2].name" in result.stdout and "Avro naming rule" in result.stdout

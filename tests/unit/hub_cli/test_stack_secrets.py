@@ -1,0 +1,146 @@
+"""`hub up` keeps its secrets: the admin key file is private from its first byte, and each child
+process starts with only the secrets it needs."""
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from catalog.teams import TeamStore
+from hub_cli.stack import CHILD_SECRETS, child_env, local_admin_key, write_secret
+from hub_core.environment import child_environment
+
+pytestmark = pytest.mark.unit
+
+PARENT = {
+    "PATH": "/usr/bin",
+    "JAVA_HOME": "/opt/java",
+    "AWS_SECRET_ACCESS_KEY": "s3a-credentials",
+    "HUB_HOME": "/srv/hub",
+    "HUB_API_PORT": "8080",
+    "HUB_API_KEY_CACHE_SECONDS": "5",
+    "HUB_API_KEY": "hub_0123456789ab_operators-cli-key",
+    "HUB_REGISTRY_DATABASE_URL": "postgresql+psycopg://hub:pw@db/hub",
+    "HUB_LOADER_METASTORE_URL": "jdbc:postgresql://meta/hive?password=pw",
+    "HUB_LOADER_METASTORE_PASSWORD": "metastore-pw",
+    "HUB_LOADER_REGISTRY_KEY": "hub_0123456789ab_loader-key",
+}
+
+
+def _env(name: str, parent: dict[str, str] = PARENT) -> dict[str, str]:
+    return child_env(
+        name,
+        parent=parent,
+        bootstrap_servers="127.0.0.1:9092",
+        api_url="http://127.0.0.1:8080",
+        admin_key="hub_abcdef012345_admin-key",
+    )
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_admin_key_file_is_created_0600_and_holds_the_key(
+    hub_engine: Engine, tmp_path: Path
+) -> None:
+    teams = TeamStore(hub_engine)
+    path = tmp_path / "home" / "admin.key"
+    path.parent.mkdir()
+    old_umask = os.umask(0)  # even with a permissive umask
+    try:
+        token = local_admin_key(teams, path)
+    finally:
+        os.umask(old_umask)
+
+    assert _mode(path) == 0o600
+    assert path.read_text() == token + "\n"
+    principal = teams.verify(token)
+    assert principal is not None and principal.admin
+    assert local_admin_key(teams, path) == token  # kept while private and valid
+    assert [p.name for p in path.parent.iterdir()] == ["admin.key"]  # no temporary file left
+
+
+def test_a_world_readable_admin_key_is_revoked_and_replaced_by_a_private_one(
+    hub_engine: Engine, tmp_path: Path
+) -> None:
+    teams = TeamStore(hub_engine)
+    path = tmp_path / "admin.key"
+    exposed = local_admin_key(teams, path)
+    path.chmod(0o644)
+
+    token = local_admin_key(teams, path)
+
+    assert token != exposed
+    assert teams.verify(exposed) is None  # someone may have read it: it no longer works
+    assert _mode(path) == 0o600 and path.read_text() == token + "\n"
+
+
+def test_writing_a_secret_replaces_the_file_rather_than_writing_into_it(tmp_path: Path) -> None:
+    path = tmp_path / "admin.key"
+    path.write_text("old\n")
+    path.chmod(0o666)
+    other_link = tmp_path / "hard-link"
+    os.link(path, other_link)
+
+    write_secret(path, "new\n")
+
+    assert path.read_text() == "new\n" and _mode(path) == 0o600
+    assert other_link.read_text() == "old\n"  # the old inode was not written into
+
+
+def test_the_metastore_and_kafka_jvms_get_no_hub_secret() -> None:
+    env = child_environment(parent=PARENT)
+
+    assert sorted(k for k in env if k.startswith("HUB_")) == [
+        "HUB_API_KEY_CACHE_SECONDS",
+        "HUB_API_PORT",
+        "HUB_HOME",
+    ]
+    assert env["HUB_HOME"] == "/srv/hub" and env["JAVA_HOME"] == "/opt/java"
+    assert env["HUB_API_KEY_CACHE_SECONDS"] == "5"  # a setting, not a key
+
+
+def test_the_api_server_gets_the_database_url_and_no_key() -> None:
+    env = _env("API server")
+
+    assert env["HUB_REGISTRY_DATABASE_URL"] == PARENT["HUB_REGISTRY_DATABASE_URL"]
+    assert env["HUB_KAFKA_BOOTSTRAP_SERVERS"] == "127.0.0.1:9092"
+    assert env["HUB_API_PORT"] == "8080"
+    for absent in (
+        "HUB_API_KEY",
+        "HUB_LOADER_REGISTRY_KEY",
+        "HUB_LOADER_METASTORE_URL",
+        "HUB_LOADER_METASTORE_PASSWORD",
+    ):
+        assert absent not in env
+
+
+def test_the_loader_gets_its_registry_key_and_metastore_but_not_the_database_url() -> None:
+    env = _env("loader")
+
+    assert "HUB_REGISTRY_DATABASE_URL" not in env and "HUB_API_KEY" not in env
+    assert env["HUB_LOADER_REGISTRY_URL"] == "http://127.0.0.1:8080"
+    assert env["HUB_LOADER_REGISTRY_KEY"] == PARENT["HUB_LOADER_REGISTRY_KEY"]
+    assert env["HUB_LOADER_METASTORE_PASSWORD"] == "metastore-pw"
+    assert env["AWS_SECRET_ACCESS_KEY"] == "s3a-credentials"  # not a hub secret: passes
+
+
+def test_the_loader_uses_the_admin_key_when_no_registry_key_is_set() -> None:
+    parent = {k: v for k, v in PARENT.items() if k != "HUB_LOADER_REGISTRY_KEY"}
+
+    assert _env("loader", parent)["HUB_LOADER_REGISTRY_KEY"] == "hub_abcdef012345_admin-key"
+
+
+def test_the_analyst_server_gets_the_metastore_but_no_key_nor_database_url() -> None:
+    env = _env("analyst server")
+
+    assert env["HUB_LOADER_METASTORE_URL"] == PARENT["HUB_LOADER_METASTORE_URL"]
+    for absent in ("HUB_REGISTRY_DATABASE_URL", "HUB_LOADER_REGISTRY_KEY", "HUB_API_KEY"):
+        assert absent not in env
+
+
+def test_every_child_of_hub_up_has_a_secrets_list() -> None:
+    assert set(CHILD_SECRETS) == {"API server", "loader", "analyst server"}

@@ -1,0 +1,264 @@
+"""What the registry refuses in a schema it accepts: names every stage can carry, unions the
+specification allows, no recursion under a topic's subject, and bounded sizes (42201, with the
+path and the rule in the message)."""
+
+import json
+from typing import Any
+
+import pytest
+
+from hub_core.errors import ErrorCode
+from hub_core.sized_cache import SizedLruCache
+from registry.avro import parse
+from registry.compatibility import check
+from registry.errors import InvalidSchema
+from registry.schema_rules import SchemaLimits, check_subject
+from registry.types import CompatibilityMode
+
+pytestmark = pytest.mark.unit
+
+LIMITS = SchemaLimits()
+
+
+def record(*fields: Any, name: str = "Order", **extra: Any) -> dict[str, Any]:
+    """A record of `fields`: (name, type) pairs or whole field objects."""
+    specs = [f if isinstance(f, dict) else {"name": f[0], "type": f[1]} for f in fields]
+    return {"type": "record", "name": name, "fields": specs, **extra}
+
+
+def refused(schema: Any, limits: SchemaLimits = LIMITS) -> str:
+    """Parse `schema` as a schema offered to the registry; return the 42201 message."""
+    text = schema if isinstance(schema, str) else json.dumps(schema)
+    with pytest.raises(InvalidSchema) as caught:
+        parse(text, limits=limits)
+    assert caught.value.code is ErrorCode.INVALID_SCHEMA
+    assert int(caught.value.code) == 42201
+    return caught.value.message
+
+
+# --- names ------------------------------------------------------------------------------------
+
+
+def test_a_field_name_with_a_space_is_refused_at_its_path() -> None:
+    message = refused(record(("id", "long"), ("note", "string"), ("a b", "string")))
+    assert "$.fields[2].name" in message
+    assert "'a b'" in message and "[A-Za-z_][A-Za-z0-9_]*" in message
+
+
+@pytest.mark.parametrize("name", ["1st", "a-b", "é", "", "a.b"])
+def test_field_names_outside_the_avro_name_rule_are_refused(name: str) -> None:
+    message = refused(record(("id", "long"), (name, "string")))
+    assert "$.fields[1].name" in message and "Avro naming rule" in message
+
+
+def test_record_enum_and_fixed_names_and_namespaces_are_checked_segment_by_segment() -> None:
+    assert "$.name" in refused(record(("id", "long"), name="my-order"))
+    assert "$.name" in refused(record(("id", "long"), name="shop.1orders.Order"))
+    assert "$.namespace" in refused(record(("id", "long"), namespace="shop..orders"))
+    enum = {"type": "enum", "name": "Bad Status", "symbols": ["A"]}
+    assert "$.fields[0].type.name" in refused(record(("status", enum)))
+    fixed = {"type": "fixed", "name": "hash-256", "size": 32}
+    assert "$.fields[0].type[1].name" in refused(record(("hash", ["null", fixed])))
+
+
+def test_enum_symbols_outside_the_avro_name_rule_are_refused() -> None:
+    enum = {"type": "enum", "name": "Status", "symbols": ["OPEN", "IN PROGRESS"]}
+    message = refused(record(("status", enum)))
+    assert "$.fields[0].type.symbols[1]" in message and "enum symbol" in message
+
+
+def test_valid_names_and_namespaces_are_accepted() -> None:
+    enum = {"type": "enum", "name": "Status", "symbols": ["OPEN", "_closed2"]}
+    schema = record(("_id", "long"), ("status", enum), name="shop.orders.Order_v2")
+    assert parse(json.dumps(schema), limits=LIMITS).json["name"] == "shop.orders.Order_v2"
+
+
+def test_field_names_equal_ignoring_case_are_refused() -> None:
+    message = refused(record(("id", "long"), ("name", "string"), ("ID", "string")))
+    assert "$.fields[2].name" in message and "$.fields[0]" in message
+    assert "ignoring case" in message
+
+
+def test_the_same_name_in_different_records_is_accepted() -> None:
+    inner = record(("id", "long"), name="Line")
+    parse(json.dumps(record(("id", "long"), ("line", inner))), limits=LIMITS)
+
+
+@pytest.mark.parametrize("name", ["_hub_offset", "_HUB_partition", "_Hub_x"])
+def test_field_names_starting_with_the_hub_prefix_are_refused(name: str) -> None:
+    message = refused(record(("id", "long"), (name, "long")))
+    assert "$.fields[1].name" in message and "reserved" in message and "_hub_" in message
+
+
+# --- unions -----------------------------------------------------------------------------------
+
+
+def test_a_union_directly_inside_a_union_is_refused() -> None:
+    message = refused(record(("amount", ["null", ["int", "long"]])))
+    assert "$.fields[0].type[1]" in message and "union directly inside a union" in message
+
+
+def test_two_union_branches_of_the_same_type_are_refused() -> None:
+    message = refused(record(("amount", ["null", "long", {"type": "long"}])))
+    assert "$.fields[0].type[2]" in message and "'long'" in message
+
+
+def test_two_union_branches_with_the_same_full_name_are_refused() -> None:
+    first = record(("id", "long"), name="Line", namespace="shop")
+    message = refused(record(("line", ["null", first, "shop.Line"])))
+    assert "$.fields[0].type[2]" in message and "'shop.Line'" in message
+
+
+def test_union_branches_of_different_named_types_are_accepted() -> None:
+    a = record(("id", "long"), name="A")
+    b = record(("id", "long"), name="B")
+    parse(json.dumps(record(("x", ["null", a, b, "string"]))), limits=LIMITS)
+
+
+# --- recursion --------------------------------------------------------------------------------
+
+NODE = record(("value", "long"), ("next", ["null", "Node"]), name="Node")
+INDIRECT = record(
+    ("id", "long"),
+    ("children", {"type": "array", "items": record(("parent", ["null", "Tree"]), name="Leaf")}),
+    name="Tree",
+    namespace="shop",
+)
+
+
+@pytest.mark.parametrize(
+    ("schema", "path"),
+    [(NODE, "$.fields[1].type[1]"), (INDIRECT, "$.fields[1].type.items.fields[0].type[1]")],
+    ids=["direct", "indirect"],
+)
+@pytest.mark.parametrize("subject", ["shop.tree-value", "shop.tree-key"])
+def test_recursive_types_are_refused_under_a_topics_subjects(
+    schema: Any, path: str, subject: str
+) -> None:
+    parsed = parse(json.dumps(schema), limits=LIMITS)
+    with pytest.raises(InvalidSchema) as caught:
+        check_subject(parsed.resolved, subject)
+    assert int(caught.value.code) == 42201
+    assert f"Invalid schema at {path}:" in caught.value.message
+    assert "recursive" in caught.value.message and "cannot flatten" in caught.value.message
+
+
+def test_recursive_types_are_accepted_under_other_subjects() -> None:
+    check_subject(parse(json.dumps(NODE), limits=LIMITS).resolved, "shop.types.Node")
+
+
+def test_a_named_type_used_twice_is_not_recursion() -> None:
+    line = record(("id", "long"), name="Line")
+    schema = record(
+        ("first", line), ("second", "Line"), ("more", {"type": "array", "items": "Line"})
+    )
+    check_subject(parse(json.dumps(schema), limits=LIMITS).resolved, "shop.orders-value")
+
+
+# --- limits -----------------------------------------------------------------------------------
+
+
+def test_a_schema_over_the_size_limit_is_refused_before_it_is_parsed() -> None:
+    text = json.dumps(record(("id", "long"), doc="x" * 5_000))
+    message = refused(text + " " * 10, SchemaLimits(max_bytes=4_096))
+    assert "size" in message and "4,096 bytes" in message
+    assert "HUB_REGISTRY_MAX_SCHEMA_BYTES" in message
+    # Not JSON at all, yet refused for its size: the size comes first.
+    assert "HUB_REGISTRY_MAX_SCHEMA_BYTES" in refused("{" * 5_000, SchemaLimits(max_bytes=4_096))
+
+
+def test_a_schema_nested_deeper_than_the_limit_is_refused_at_the_deepest_path() -> None:
+    schema: Any = "long"
+    for level in range(5):
+        schema = record(("inner", schema), name=f"Level{level}")
+    message = refused(schema, SchemaLimits(max_depth=4))
+    assert "nesting depth" in message and "is 5" in message and "limit of 4" in message
+    assert "$.fields[0].type.fields[0].type.fields[0].type.fields[0].type" in message
+    assert "HUB_REGISTRY_MAX_SCHEMA_DEPTH" in message
+    parse(json.dumps(schema), limits=SchemaLimits(max_depth=5))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"type": "array", "items": ' * 10_000 + '"long"' + "}" * 10_000, "[" * 10_000 + "]" * 10_000],
+    ids=["arrays", "json"],
+)
+def test_an_adversarially_deep_schema_is_refused_without_recursing(text: str) -> None:
+    message = refused(text, SchemaLimits(max_bytes=1_000_000))
+    assert "HUB_REGISTRY_MAX_SCHEMA_DEPTH" in message
+
+
+def test_a_schema_with_more_fields_than_the_limit_is_refused() -> None:
+    line = record(*[(f"l{i}", "long") for i in range(6)], name="Line")
+    schema = record(*[(f"f{i}", "long") for i in range(5)], ("line", line))
+    message = refused(schema, SchemaLimits(max_fields=10))
+    assert "number of fields" in message and "is 12" in message and "limit of 10" in message
+    assert "HUB_REGISTRY_MAX_SCHEMA_FIELDS" in message
+
+
+def test_an_enum_with_more_symbols_than_the_limit_is_refused() -> None:
+    enum = {"type": "enum", "name": "Code", "symbols": [f"C{i}" for i in range(11)]}
+    message = refused(record(("code", enum)), SchemaLimits(max_enum_symbols=10))
+    assert "$.fields[0].type.symbols" in message and "is 11" in message
+    assert "HUB_REGISTRY_MAX_ENUM_SYMBOLS" in message
+
+
+def test_a_schema_with_more_references_than_the_limit_is_refused() -> None:
+    from registry.schema_rules import check_text
+
+    with pytest.raises(InvalidSchema) as caught:
+        check_text('"long"', SchemaLimits(max_references=2), references=3)
+    assert int(caught.value.code) == 42201
+    assert "number of references" in caught.value.message and "is 3" in caught.value.message
+    assert "HUB_REGISTRY_MAX_SCHEMA_REFERENCES" in caught.value.message
+
+
+def test_stored_schemas_are_parsed_without_the_rules() -> None:
+    # A schema registered before a rule existed keeps resolving by its id.
+    parse(json.dumps(record(("a b", "long"), ("_hub_x", "long"))))
+
+
+# --- compatibility of large schemas, in time close to linear ------------------------------------
+
+
+def test_compatibility_of_thousand_symbol_enums_that_differ_completes() -> None:
+    old = {"type": "enum", "name": "Code", "symbols": [f"A{i}" for i in range(1_000)]}
+    new = {"type": "enum", "name": "Code", "symbols": [f"B{i}" for i in range(1_000)]}
+    report = check([old], new, CompatibilityMode.FULL_TRANSITIVE)
+    assert not report.compatible
+    assert "'A999'" in report.messages()[0]
+
+
+def test_compatibility_of_two_thousand_field_records_completes() -> None:
+    old = record(*[(f"f{i}", "int") for i in range(2_000)])
+    new = record(*[(f"f{i}", "long") for i in reversed(range(2_000))])
+    assert check([old], new, CompatibilityMode.BACKWARD).compatible
+    report = check([old], new, CompatibilityMode.FORWARD)
+    assert len(report.incompatibilities) == 2_000
+
+
+# --- the parse cache is bounded by bytes ---------------------------------------------------------
+
+
+def test_the_parse_cache_keeps_at_most_its_bytes_evicting_the_least_recently_used() -> None:
+    cache: SizedLruCache[str, str] = SizedLruCache(100, len)
+    loads: list[str] = []
+
+    def get(key: str, size: int = 40) -> str:
+        def load() -> str:
+            loads.append(key)
+            return key * size
+
+        return cache.get_or_load(key, load)
+
+    for key in ("a", "b", "c"):
+        get(key)
+    assert len(cache) == 2 and cache.total_bytes == 80
+    get("b")
+    assert loads == ["a", "b", "c"]  # "b" still cached
+    assert get("huge", 500) == "huge" * 500
+    assert cache.total_bytes == 80  # too large to keep
+    get("d")  # evicts "c", the least recently used
+    get("b")
+    get("c")
+    assert loads == ["a", "b", "c", "huge", "d", "c"]

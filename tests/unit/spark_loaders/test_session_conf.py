@@ -1,0 +1,39 @@
+"""Every Spark session the hub builds leaves SQL text as written: no `${...}` substitution."""
+
+from pathlib import Path
+
+import pytest
+
+from spark_loaders.analyst import thrift_conf
+from spark_loaders.analyst_settings import AnalystSettings
+from spark_loaders.session import SAFE_CONF, session_conf
+from spark_loaders.settings import LoaderSettings
+
+pytestmark = pytest.mark.unit
+
+SUBSTITUTE = "spark.sql.variable.substitute"
+
+
+def _settings(tmp_path: Path) -> LoaderSettings:
+    return LoaderSettings(metastore_uris="thrift://metastore:9083", warehouse_dir=tmp_path)
+
+
+def test_the_loader_and_hub_sql_sessions_do_not_substitute_variables(tmp_path: Path) -> None:
+    conf = session_conf(_settings(tmp_path), jars=[tmp_path / "delta-spark.jar"])
+
+    assert conf[SUBSTITUTE] == "false"
+
+
+def test_the_thrift_server_session_does_not_substitute_variables(tmp_path: Path) -> None:
+    extra = thrift_conf(AnalystSettings())
+    conf = session_conf(_settings(tmp_path), jars=[], extra_conf=extra)
+
+    assert extra[SUBSTITUTE] == "false" and conf[SUBSTITUTE] == "false"
+    assert extra["spark.hadoop.hive.variable.substitute"] == "false"
+
+
+def test_extra_settings_cannot_turn_substitution_back_on(tmp_path: Path) -> None:
+    conf = session_conf(_settings(tmp_path), jars=[], extra_conf={SUBSTITUTE: "true"})
+
+    assert conf[SUBSTITUTE] == "false"
+    assert SAFE_CONF == {SUBSTITUTE: "false"}
