@@ -16,8 +16,9 @@ class FeedNotFound(TerminalError):
 class FeedExists(TerminalError):
     code = ErrorCode.FEED_EXISTS
 
-    def __init__(self, topic: str) -> None:
-        super().__init__(f"Feed '{topic}' already exists.")
+    def __init__(self, topic: str, *, owner: str | None = None) -> None:
+        by = f", owned by team '{owner}'" if owner else ""
+        super().__init__(f"Feed '{topic}' already exists{by}.")
 
 
 class TeamNotFound(TerminalError):
@@ -62,4 +63,15 @@ class IdempotencyKeyReused(TerminalError):
         super().__init__(
             f"Idempotency-Key '{key}' was already used for a different request; "
             "use a new key for a new request."
+        )
+
+
+class TopicExistsOutsideHub(TerminalError):
+    code = ErrorCode.TOPIC_EXISTS_OUTSIDE_HUB
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(
+            f"Topic '{topic}' already exists in Kafka outside the hub (it is no feed); the hub "
+            "does not adopt topics it did not create. Choose another topic, or have its owner "
+            "delete it first."
         )

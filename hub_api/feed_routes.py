@@ -10,6 +10,7 @@ from hub_api.deps import Feeds
 from hub_api.errors import ConfirmationMissing
 from hub_api.feed_models import FeedCreate, FeedDetailPublic, FeedPatch, FeedPublic
 from hub_api.limits import CheckedBodyRoute
+from hub_core.naming import feed_topic_name
 from publish.feeds import FeedSpec
 
 router = APIRouter(route_class=CheckedBodyRoute, prefix="/v1/feeds", tags=["feeds"])
@@ -66,6 +67,7 @@ def delete_feed(
     confirm: Annotated[str | None, Query(description="Must repeat the topic name.")] = None,
 ) -> FeedPublic:
     """Delete a feed and its topics (its records are gone); `confirm` must repeat the topic."""
+    feed_topic_name(topic)  # a `.dlq` or internal topic is never a feed's to delete: 42227
     require_owner(caller, feeds.get(topic).owner, what=f"Feed '{topic}'")
     if confirm != topic:
         raise ConfirmationMissing(

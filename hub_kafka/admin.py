@@ -76,6 +76,15 @@ class TopicAdmin:
         log.info("deleted topic %s", topic)
         return True
 
+    def exists(self, topic: str) -> bool:
+        """Whether Kafka has `topic` (a metadata request; no consumer is started)."""
+        try:
+            metadata = self._admin.list_topics(topic, timeout=10)
+        except KafkaException as exc:
+            raise self._unavailable(f"describe topic '{topic}'", exc) from exc
+        described = metadata.topics.get(topic)
+        return described is not None and described.error is None
+
     def state(self, topic: str) -> TopicState | None:
         """Partitions and end offsets of `topic`, or None when it does not exist."""
         try:

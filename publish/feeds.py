@@ -6,15 +6,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from catalog.errors import InvalidFeed
+from catalog.errors import FeedExists, InvalidFeed, TopicExistsOutsideHub
 from catalog.feeds import FeedStore
 from catalog.types import Feed, FeedKind, TeamName
-from hub_core.naming import TopicName, dlq_topic, key_subject, topic_name, value_subject
+from hub_core.naming import (
+    TopicName,
+    dlq_topic,
+    feed_topic_name,
+    key_subject,
+    topic_name,
+    value_subject,
+)
 from hub_core.ttl import TtlCache
 from hub_kafka.admin import TopicAdmin, TopicState
 from registry.errors import SubjectNotFound
 from registry.service import RegistryService
-from registry.types import RegisteredSchema, Subject
+from registry.types import RegisteredSchema, Subject, Version
 
 log = logging.getLogger(__name__)
 
@@ -90,42 +97,65 @@ class FeedService:
         self._cached: TtlCache[str, Feed] = TtlCache(cache_seconds)
 
     def create(self, spec: FeedSpec) -> Feed:
-        """Validate, register the schemas, create the topics, then record the feed.
+        """Check, create the topics, register the schemas, then record the feed: all or nothing.
 
-        Every step is idempotent, so a request that failed half-way can simply be retried.
+        Nothing is written until the topic is known to be free: not reserved, not a feed (409
+        naming its owner) and not a Kafka topic outside the hub (409; the hub never adopts a
+        topic). Creating the topic in Kafka is the step only one request can win, so whatever
+        comes after is this request's own. If a later step fails, what this request wrote is
+        undone: the topics it created are deleted and the schema versions it added are purged;
+        versions that existed before are left alone. A retry is then a fresh create.
         """
-        topic = topic_name(spec.topic)
+        topic = feed_topic_name(spec.topic)
+        existing = self._feeds.find(topic=topic)
+        if existing is not None:
+            raise FeedExists(topic, owner=existing.owner)
         value = self._validate(spec, topic)
-        self._registry.register(
-            subject=Subject(value_subject(topic)), schema_text=spec.value_schema
-        )
-        if spec.key_fields:
-            self._registry.register(
-                subject=Subject(key_subject(topic)),
-                schema_text=spec.key_schema or json.dumps(key_schema(value, spec.key_fields)),
+        dlq = dlq_topic(topic)
+        for name in (topic, dlq):
+            if self._admin.exists(name):
+                raise TopicExistsOutsideHub(name)
+        undo = _Undo(self._registry, self._admin)
+        try:
+            self._create_topic(
+                undo, topic, partitions=spec.partitions,
+                config=topic_config(spec.kind, spec.retention_ms),
+            )  # fmt: skip
+            self._create_topic(
+                undo, dlq, partitions=1,
+                config={"cleanup.policy": "delete", "retention.ms": str(DLQ_RETENTION_MS)},
+            )  # fmt: skip
+            undo.register(Subject(value_subject(topic)), spec.value_schema)
+            if spec.key_fields:
+                undo.register(
+                    Subject(key_subject(topic)),
+                    spec.key_schema or json.dumps(key_schema(value, spec.key_fields)),
+                )
+            feed = self._feeds.register(
+                feed=Feed(
+                    topic=topic,
+                    owner=spec.owner,
+                    kind=spec.kind,
+                    partitions=spec.partitions,
+                    key_fields=spec.key_fields,
+                    retention_ms=spec.retention_ms,
+                    description=spec.description,
+                    created_at=datetime.now(UTC),
+                )
             )
-        self._admin.create(
-            topic, partitions=spec.partitions, config=topic_config(spec.kind, spec.retention_ms)
-        )
-        self._admin.create(
-            dlq_topic(topic),
-            partitions=1,
-            config={"cleanup.policy": "delete", "retention.ms": str(DLQ_RETENTION_MS)},
-        )
-        feed = self._feeds.register(
-            feed=Feed(
-                topic=topic,
-                owner=spec.owner,
-                kind=spec.kind,
-                partitions=spec.partitions,
-                key_fields=spec.key_fields,
-                retention_ms=spec.retention_ms,
-                description=spec.description,
-                created_at=datetime.now(UTC),
-            )
-        )
+        except BaseException:
+            undo.run(topic)
+            raise
         log.info("created feed %s (%s, owner %s)", topic, spec.kind, spec.owner)
         return feed
+
+    def _create_topic(
+        self, undo: "_Undo", topic: TopicName, *, partitions: int, config: dict[str, str]
+    ) -> None:
+        if not self._admin.create(topic, partitions=partitions, config=config):
+            # Created by someone else since the check above: theirs, not ours to touch.
+            raise TopicExistsOutsideHub(topic)
+        undo.topics.append(topic)
 
     def _validate(self, spec: FeedSpec, topic: TopicName) -> dict[str, Any]:
         if not 1 <= spec.partitions <= _MAX_PARTITIONS:
@@ -202,7 +232,9 @@ class FeedService:
 
     def delete(self, topic: str) -> Feed:
         """Delete the feed's topics and its catalog entry. Its schemas stay registered, so
-        records already copied elsewhere can still be read."""
+        records already copied elsewhere can still be read. Reserved topics (a `.dlq`) are
+        refused before anything is looked up."""
+        feed_topic_name(topic)
         feed = self._feeds.get(topic=topic)
         self._admin.delete(topic)
         self._admin.delete(dlq_topic(topic_name(topic)))
@@ -210,3 +242,38 @@ class FeedService:
         self._cached.pop(topic)
         log.info("deleted feed %s", topic)
         return feed
+
+
+class _Undo:
+    """What one feed creation wrote, so that a failure part-way can take it back."""
+
+    def __init__(self, registry: RegistryService, admin: TopicAdmin) -> None:
+        self._registry = registry
+        self._admin = admin
+        self.topics: list[TopicName] = []
+        self.versions: list[tuple[Subject, Version]] = []
+
+    def register(self, subject: Subject, schema_text: str) -> None:
+        """Register, remembering the version only when this call added it."""
+        try:
+            before = set(self._registry.versions(subject=subject, include_deleted=True))
+        except SubjectNotFound:
+            before = set()
+        registered = self._registry.register(subject=subject, schema_text=schema_text)
+        if registered.version not in before:
+            self.versions.append((subject, registered.version))
+
+    def run(self, topic: TopicName) -> None:
+        """Undo in reverse order; each step is tried even when another fails."""
+        for subject, version in reversed(self.versions):
+            try:
+                self._registry.delete_version(subject=subject, version=version)
+                self._registry.delete_version(subject=subject, version=version, permanent=True)
+            except Exception:
+                log.exception("could not undo version %s of %s", version, subject)
+        for name in reversed(self.topics):
+            try:
+                self._admin.delete(name)
+            except Exception:
+                log.exception("could not undo topic %s", name)
+        log.warning("creating feed %s failed; undid what it wrote", topic)
