@@ -60,4 +60,5 @@ class IdempotencyRow(Base):
     request_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
     status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     response: Mapped[str | None] = mapped_column(Text, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    # Indexed: expired answers are found and purged by age (`IdempotencyStore`).
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, index=True)

@@ -3,6 +3,7 @@
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 
 from fastapi import FastAPI
 
@@ -22,6 +23,9 @@ from hub_api.auth import KeyVerifier
 from hub_api.errors import install_error_handlers
 from hub_api.limits import BodySizeLimit
 from hub_api.metrics import HubMetrics, RequestMetrics
+from hub_api.openapi import install_openapi
+from hub_api.publish_models import RecordsIn
+from hub_api.rest_proxy_models import ProduceRequestIn
 from hub_api.settings import ApiSettings
 from hub_kafka.settings import KafkaSettings
 from publish.services import publish_services
@@ -47,6 +51,7 @@ def create_app(
             kafka,
             transactional_id_prefix=f"hub-api-{api.instance_id}",
             transactional_producers=api.transactional_producers,
+            idempotency_ttl=timedelta(seconds=api.idempotency_ttl_seconds),
         )
         app.state.api_settings = api
         app.state.registry = services.registry
@@ -89,4 +94,5 @@ def create_app(
     app.include_router(publish_routes.router)
     app.include_router(rest_proxy_routes.router)
     app.include_router(connector_routes.router)
+    install_openapi(app, raw_bodies=(RecordsIn, ProduceRequestIn))
     return app

@@ -101,16 +101,40 @@ def require_owner(principal: Principal, owner: TeamName, *, what: str) -> None:
         )
 
 
-def require_subject_writer(request: Request, subject: str) -> Principal:
-    """Registry writes to a feed's subjects need its owner's key (or an admin's); writes to
-    other subjects need any valid key."""
-    principal = require_caller(request)
+def subject_owner(feeds: FeedService, subject: str) -> tuple[TeamName | None, str]:
+    """The team that owns a registry subject, and what the subject is (for messages).
+
+    A feed's subjects (`<topic>-value`, `<topic>-key`) belong to the feed's team. Any other
+    subject belongs to its domain: the team named like its first dot-separated segment, so that
+    team `sales` owns `sales.customer_type`, and `sales.orders-value` before the feed exists.
+    A subject without a domain (no dot) belongs to no team: only admins may write it.
+    See docs/adr/0020-subject-ownership.md.
+    """
     topic = subject.removesuffix("-value").removesuffix("-key")
     if topic != subject:
-        feeds: FeedService = request.app.state.feeds
         feed = feeds.find(topic)
         if feed is not None:
-            require_owner(principal, feed.owner, what=f"Subject '{subject}' of feed '{topic}'")
+            return feed.owner, f"Subject '{subject}' of feed '{topic}'"
+    domain, dot, _rest = subject.partition(".")
+    if not dot or not domain:
+        return None, f"Subject '{subject}' (no '<domain>.' prefix)"
+    return TeamName(domain), f"Subject '{subject}' of domain '{domain}'"
+
+
+def require_subject_writer(request: Request, subject: str) -> Principal:
+    """Registry writes to a subject need its owner team's key or an admin key (see
+    `subject_owner`); 401 without a valid key, 403 with another team's."""
+    principal = require_caller(request)
+    if principal.admin:
+        return principal
+    feeds: FeedService = request.app.state.feeds
+    owner, what = subject_owner(feeds, subject)
+    if owner is None:
+        raise Forbidden(
+            f"{what} belongs to no team; only an admin key may change it. Name subjects "
+            "'<domain>.<name>' after your team, or use an admin key."
+        )
+    require_owner(principal, owner, what=what)
     return principal
 
 

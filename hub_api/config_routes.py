@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Query
 
-from hub_api.auth import Admin, SubjectWriter, require_reader
+from hub_api.auth import Admin, SubjectWriter, require_admin, require_reader
 from hub_api.deps import Registry
 from hub_api.errors import REGISTRY_MEDIA_TYPE, RegistryJSONResponse
 from hub_api.limits import CheckedBodyRoute
@@ -17,8 +17,8 @@ from hub_api.registry_models import (
     SchemaCreate,
 )
 from hub_api.registry_routes import Normalize, _avro_only
-from registry.service import parse_version
-from registry.types import Subject
+from registry.service import parse_mode, parse_version
+from registry.types import RegistryMode, Subject
 
 router = APIRouter(
     route_class=CheckedBodyRoute,
@@ -126,10 +126,13 @@ def set_subject_mode(
     subject: str,
     body: Annotated[ModeBody, Body(media_type=REGISTRY_MEDIA_TYPE)],
     registry: Registry,
-    _writer: SubjectWriter,
+    writer: SubjectWriter,
     force: Force = False,
 ) -> ModeBody:
-    """Set the subject's mode; IMPORT needs an empty subject unless `force=true`."""
+    """Set the subject's mode; IMPORT needs an admin key, and an empty subject unless
+    `force=true`."""
+    if parse_mode(body.mode) is RegistryMode.IMPORT:
+        require_admin(writer, action="set IMPORT mode")
     return ModeBody(mode=registry.set_mode(subject=Subject(subject), mode=body.mode, force=force))
 
 

@@ -12,6 +12,7 @@ from catalog.types import Feed
 from hub_api.auth import Caller, require_owner
 from hub_api.batches import parse_publish_body
 from hub_api.deps import Feeds, Idempotency, Metrics, PublisherDep, Settings
+from hub_api.openapi import raw_body
 from hub_api.publish_models import PublishPublic, RecordsIn, publish_answer
 from publish.feeds import FeedService
 from publish.idempotent import Answer, Attempt
@@ -24,12 +25,7 @@ router = APIRouter(prefix="/v1", tags=["publish"])
 @router.post(
     "/feeds/{topic}/records",
     response_model=PublishPublic,
-    openapi_extra={
-        "requestBody": {
-            "content": {"application/json": {"schema": RecordsIn.model_json_schema()}},
-            "required": True,
-        }
-    },
+    openapi_extra=raw_body(RecordsIn, "application/json"),
 )
 async def publish_records(
     topic: str,

@@ -32,8 +32,13 @@ class SchemaCreate(BaseModel):
     schema_: str = Field(alias="schema", description="The Avro schema as JSON text.")
     schema_type: str = Field(default="AVRO", alias="schemaType")
     references: list[ReferenceModel] = Field(default_factory=list)
-    id: int | None = Field(default=None, description="Only in IMPORT mode: the id to keep.")
-    version: int | None = Field(default=None, description="Only in IMPORT mode: the version.")
+    id: int | None = Field(
+        default=None,
+        description="Only in IMPORT mode, admin keys only: the id to keep (1 to 2^30-1).",
+    )
+    version: int | None = Field(
+        default=None, description="Only in IMPORT mode, admin keys only: the version."
+    )
 
     def domain_references(self) -> list[SchemaReference]:
         return [r.to_domain() for r in self.references]

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import Response
 from pydantic import BaseModel
 
-from hub_api.auth import SubjectWriter, require_reader
+from hub_api.auth import SubjectWriter, require_admin, require_reader
 from hub_api.deps import Registry
 from hub_api.errors import REGISTRY_MEDIA_TYPE, RegistryJSONResponse
 from hub_api.limits import CheckedBodyRoute
@@ -102,18 +102,25 @@ def register_schema(
     subject: str,
     body: SchemaBody,
     registry: Registry,
-    _writer: SubjectWriter,
+    writer: SubjectWriter,
     normalize: Normalize = False,
 ) -> SchemaIdPublic:
-    """Register a schema; an identical live schema returns its id, an incompatible one is 409."""
+    """Register a schema; an identical live schema returns its id, an incompatible one is 409.
+
+    An explicit `id` or `version` (an import) needs an admin key; -1 (and a version of 0)
+    mean "none", as in Confluent's clients."""
     _avro_only(body)
+    schema_id = None if body.id is None or body.id == -1 else body.id
+    version = None if body.version is None or body.version in (0, -1) else body.version
+    if schema_id is not None or version is not None:
+        require_admin(writer, action="register a schema with an explicit id or version")
     registered = registry.register(
         subject=Subject(subject),
         schema_text=body.schema_,
         references=body.domain_references(),
         normalize=normalize,
-        schema_id=SchemaId(body.id) if body.id is not None and body.id > 0 else None,
-        version=Version(body.version) if body.version is not None and body.version > 0 else None,
+        schema_id=SchemaId(schema_id) if schema_id is not None else None,
+        version=Version(version) if version is not None else None,
     )
     return SchemaIdPublic(id=registered.schema_id)
 

@@ -14,6 +14,7 @@ from catalog.errors import FeedNotFound
 from hub_api.auth import Caller, require_owner
 from hub_api.batches import parse_batch
 from hub_api.deps import Feeds, Metrics, PublisherDep, Registry, Settings
+from hub_api.openapi import raw_body
 from hub_api.rest_proxy_models import (
     AVRO_V2_MEDIA_TYPE,
     KafkaJSONResponse,
@@ -34,12 +35,7 @@ router = APIRouter(tags=["rest-proxy"])
     "/topics/{topic}",
     response_model=ProduceResponsePublic,
     response_class=KafkaJSONResponse,
-    openapi_extra={
-        "requestBody": {
-            "content": {AVRO_V2_MEDIA_TYPE: {"schema": ProduceRequestIn.model_json_schema()}},
-            "required": True,
-        }
-    },
+    openapi_extra=raw_body(ProduceRequestIn, AVRO_V2_MEDIA_TYPE),
 )
 async def produce_avro(
     topic: str,

@@ -64,6 +64,12 @@ class ApiSettings(BaseSettings):
         default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}",
         description="Unique name of this API process; prefixes its Kafka transactional ids.",
     )
+    idempotency_ttl_seconds: float = Field(
+        default=86_400,
+        ge=300,
+        description="How long the answer to a request with an `Idempotency-Key` is kept: a "
+        "retry within this time gets it again, a retry after it publishes again.",
+    )
     key_cache_seconds: float = Field(
         default=5.0,
         ge=0,

@@ -3,6 +3,7 @@
 The same code runs on SQLite (the embedded default) and PostgreSQL (production).
 """
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -10,7 +11,9 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from hub_core.errors import StoreUnavailable
+from hub_core.errors import DatabaseUnavailable
+
+log = logging.getLogger(__name__)
 
 
 def create_database_engine(database_url: str, *, pool_size: int = 5) -> Engine:
@@ -33,12 +36,15 @@ def create_database_engine(database_url: str, *, pool_size: int = 5) -> Engine:
 
 @contextmanager
 def transaction(sessions: sessionmaker[Session]) -> Iterator[Session]:
-    """A session in a transaction; database outages become `StoreUnavailable` (50001)."""
+    """A session in a transaction; database outages become `DatabaseUnavailable` (50303)."""
     try:
         with sessions.begin() as session:
             yield session
     except OperationalError as exc:
-        raise StoreUnavailable(
-            f"The hub's database is unavailable: {exc.orig}. "
-            "Check HUB_REGISTRY_DATABASE_URL and that the database is running."
+        # The driver's text names hosts, ports, users and databases: it goes to the server's
+        # log (whose filter masks passwords), never into an answer.
+        log.warning("database operation failed: %s", exc.orig)
+        raise DatabaseUnavailable(
+            "The hub's database is unavailable; the server's log has the database's error. "
+            "Check HUB_REGISTRY_DATABASE_URL and that the database is running, then retry."
         ) from exc

@@ -61,6 +61,7 @@ class ErrorCode(IntEnum):
     BATCH_REJECTED = 42225
     TOMBSTONE_NOT_ALLOWED = 42226
     RESERVED_TOPIC_NAME = 42227
+    INVALID_SCHEMA_ID = 42228
     INVALID_CONNECTOR_CONFIG = 42240
     CONNECTOR_SECRET_MISSING = 42241
     UNPARSEABLE_SOURCE_RECORD = 42242
@@ -73,6 +74,7 @@ class ErrorCode(IntEnum):
     KAFKA_REFUSED = 50020
     KAFKA_UNAVAILABLE = 50301
     REGISTRY_UNAVAILABLE = 50302
+    DATABASE_UNAVAILABLE = 50303
     CDC_SOURCE_UNAVAILABLE = 50330
     SOURCE_UNAVAILABLE = 50331
 
@@ -116,7 +118,19 @@ class TransientError(HubError):
 
 
 class StoreUnavailable(TransientError):
+    """The store could not complete the operation (e.g. concurrent writers kept conflicting)."""
+
     code = ErrorCode.STORE_ERROR
+
+
+class DatabaseUnavailable(StoreUnavailable):
+    """The hub's database could not be reached or refused to work: answered 503, retry later.
+
+    The message never carries the driver's text (it can name hosts, users and databases); the
+    database helper logs that server-side.
+    """
+
+    code = ErrorCode.DATABASE_UNAVAILABLE
 
 
 class LocalServiceFailed(TerminalError):

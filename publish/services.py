@@ -5,11 +5,12 @@ checked, cleaned, encoded and acknowledged the same way whichever door it came i
 """
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy import Engine
 
 from catalog.feeds import FeedStore
-from catalog.idempotency import IdempotencyStore
+from catalog.idempotency import DEFAULT_TTL, IdempotencyStore
 from hub_core.database import create_database_engine
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.producer import FeedProducer, TransactionalProducers
@@ -49,12 +50,14 @@ def publish_services(
     *,
     transactional_id_prefix: str | None = None,
     transactional_producers: int = 0,
+    idempotency_ttl: timedelta = DEFAULT_TTL,
 ) -> PublishServices:
     """Wire the hub's database and Kafka into the publish path.
 
     With a `transactional_id_prefix`, atomic batches are published through a pool of
     `transactional_producers` transactional producers (the API); without one, `Publisher`
-    refuses atomic batches (connectors never send them).
+    refuses atomic batches (connectors never send them). Stored idempotent answers expire after
+    `idempotency_ttl`.
     """
     engine = create_database_engine(registry.database_url, pool_size=registry.pool_size)
     service = RegistryService(
@@ -80,7 +83,7 @@ def publish_services(
         publisher=Publisher(
             service, producer, transactions, max_record_bytes=kafka.max_record_bytes
         ),
-        idempotency=IdempotentRequests(IdempotencyStore(engine)),
+        idempotency=IdempotentRequests(IdempotencyStore(engine, ttl=idempotency_ttl)),
         producer=producer,
         admin=admin,
         transactions=transactions,

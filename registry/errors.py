@@ -107,6 +107,12 @@ class IdDoesNotMatch(TerminalError):
     code = ErrorCode.ID_DOES_NOT_MATCH
 
 
+class InvalidSchemaId(TerminalError):
+    """An explicit (imported) schema id outside the range the registry accepts."""
+
+    code = ErrorCode.INVALID_SCHEMA_ID
+
+
 class SchemaNotFound(TerminalError):
     code = ErrorCode.SCHEMA_NOT_FOUND
 

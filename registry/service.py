@@ -16,6 +16,7 @@ from registry.errors import (
     InvalidCompatibilityLevel,
     InvalidMode,
     InvalidSchema,
+    InvalidSchemaId,
     InvalidVersion,
     ModeNotConfigured,
     OperationNotPermitted,
@@ -41,6 +42,23 @@ from registry.types import (
 )
 
 _MAX_VERSION = 2**31 - 1
+# A Confluent client holds a schema id in an int32, so no id may exceed 2^31-1. Imported
+# (explicit) ids stop at 2^30-1: automatic ids continue after the largest id in the table, so
+# this keeps at least 2^30 automatic ids free whatever was imported (docs/registry.md).
+MAX_SCHEMA_ID = 2**31 - 1
+MAX_IMPORTED_SCHEMA_ID = 2**30 - 1
+
+
+def check_explicit_id(schema_id: int | None, version: int | None) -> None:
+    """An imported id must be within 1..2^30-1 (42228) and a version within 1..2^31-1 (42202)."""
+    if schema_id is not None and not 1 <= schema_id <= MAX_IMPORTED_SCHEMA_ID:
+        raise InvalidSchemaId(
+            f"Schema id {schema_id} cannot be imported: explicit ids must be between 1 and "
+            f"{MAX_IMPORTED_SCHEMA_ID} (2^30-1), which keeps ids within a Confluent client's "
+            "int32 and leaves room for the ids the registry assigns itself."
+        )
+    if version is not None and not 1 <= version <= _MAX_VERSION:
+        raise InvalidVersion(str(version))
 
 
 def parse_version(text: str) -> Version | None:
@@ -164,6 +182,7 @@ class RegistryService:
     ) -> RegisteredSchema:
         """Register a schema under `subject`: an identical live schema keeps its version;
         a new one must pass the subject's compatibility level (409 with every reason)."""
+        check_explicit_id(schema_id, version)
         mode = self.mode(subject=subject, default_to_global=True)
         if mode is RegistryMode.READONLY:
             raise OperationNotPermitted(

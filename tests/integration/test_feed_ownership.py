@@ -2,6 +2,7 @@
 
 import json
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -139,7 +140,7 @@ def test_a_kafka_topic_created_outside_the_hub_is_not_adopted_as_a_feed(
 def test_a_feed_whose_schema_is_refused_leaves_no_topics_behind_and_can_be_retried(
     api_url: str, owner_key: str, admin: TopicAdmin
 ) -> None:
-    topic = unique_topic("sales")
+    topic = unique_topic(OWNER)  # in the owner's domain, so it may register before the feed
     subject = f"{topic}-value"
     # A subject left from an earlier feed of that topic, which the new schema breaks.
     registered = httpx.post(
@@ -158,3 +159,125 @@ def test_a_feed_whose_schema_is_refused_leaves_no_topics_behind_and_can_be_retri
     assert _versions(api_url, subject) == [1]
     assert _post_feed(api_url, owner_key, topic, OWNER, ORDER_V2).status_code == 201
     assert _versions(api_url, subject) == [1, 2]
+
+
+# --- registry subjects: who may write them -------------------------------------------------
+
+REGISTRY_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+def _write(api_url: str, key: str | None, method: str, path: str, body: Any = None) -> Any:
+    headers = {"Content-Type": REGISTRY_TYPE, **(bearer(key) if key else {})}
+    content = json.dumps(body) if body is not None else None
+    return httpx.request(method, f"{api_url}{path}", headers=headers, content=content, timeout=30)
+
+
+def _every_write(subject: str, schema: Any) -> list[tuple[str, str, Any]]:
+    return [
+        ("POST", f"/subjects/{subject}/versions", {"schema": json.dumps(schema)}),
+        ("PUT", f"/config/{subject}", {"compatibility": "NONE"}),
+        ("DELETE", f"/config/{subject}", None),
+        ("PUT", f"/mode/{subject}", {"mode": "READONLY"}),
+        ("DELETE", f"/mode/{subject}", None),
+        ("DELETE", f"/subjects/{subject}/versions/1", None),
+        ("DELETE", f"/subjects/{subject}", None),
+    ]
+
+
+def _state(api_url: str, subject: str) -> tuple[Any, ...]:
+    paths = (f"/subjects/{subject}/versions", f"/config/{subject}", f"/mode/{subject}")
+    return tuple(httpx.get(f"{api_url}{path}", timeout=30).json() for path in paths)
+
+
+def _refused_everywhere(api_url: str, key: str | None, subject: str, status: int) -> None:
+    before = _state(api_url, subject)
+    for method, path, body in _every_write(subject, ORDER_V2):
+        answer = _write(api_url, key, method, path, body)
+        assert answer.status_code == status, (method, path, answer.text)
+        assert answer.json()["error_code"] == (40301 if status == 403 else 40101)
+    assert _state(api_url, subject) == before
+
+
+@pytest.mark.parametrize(
+    "subject_of",
+    [
+        pytest.param(lambda topic: f"{topic}-value", id="feed-value"),
+        pytest.param(lambda topic: f"{topic}-key", id="feed-key"),
+    ],
+)
+def test_only_the_feed_team_or_an_admin_writes_a_feeds_subjects(
+    api_url: str,
+    owner_key: str,
+    other_key: str,
+    admin_key: str,
+    subject_of: Callable[[str], str],
+) -> None:
+    topic = unique_topic("sales")  # another domain: the feed's team owns its subjects anyway
+    create_feed(api_url, owner_key, topic=topic, schema=ORDER, owner=OWNER)
+    subject = subject_of(topic)
+    if subject.endswith("-key"):
+        registered = _write(api_url, owner_key, "POST", f"/subjects/{subject}/versions",
+                            {"schema": json.dumps(ORDER)})  # fmt: skip
+        assert registered.status_code == 200, registered.text
+
+    _refused_everywhere(api_url, other_key, subject, 403)
+    _refused_everywhere(api_url, None, subject, 401)
+    message = _write(api_url, other_key, "PUT", f"/mode/{subject}", {"mode": "READONLY"}).json()
+    assert f"belongs to team '{OWNER}'" in message["message"]
+
+    for key in (owner_key, admin_key):
+        for method, path, body in _every_write(subject, ORDER_V2)[:5]:
+            answer = _write(api_url, key, method, path, body)
+            assert answer.status_code == 200, (method, path, answer.text)
+
+
+@pytest.mark.parametrize("suffix", ["-value", "-key", ".customer_type"])
+def test_a_subject_of_no_feed_belongs_to_the_team_named_by_its_domain(
+    api_url: str, owner_key: str, other_key: str, admin_key: str, suffix: str
+) -> None:
+    subject = f"{unique_topic(OWNER)}{suffix}"  # e.g. a future feed's subject, or a shared type
+    # Another team can neither pre-register it nor put it in READONLY.
+    _refused_everywhere(api_url, other_key, subject, 403)
+    assert httpx.get(f"{api_url}/subjects/{subject}/versions").status_code == 404
+
+    for method, path, body in _every_write(subject, ORDER)[:5]:
+        answer = _write(api_url, owner_key, method, path, body)
+        assert answer.status_code == 200, (method, path, answer.text)
+    assert _versions(api_url, subject) == [1]
+    _refused_everywhere(api_url, other_key, subject, 403)
+    _refused_everywhere(api_url, None, subject, 401)
+    deleted = _write(api_url, admin_key, "DELETE", f"/subjects/{subject}")
+    assert deleted.status_code == 200 and deleted.json() == [1], deleted.text
+
+
+def test_a_subject_without_a_domain_is_written_by_admins_only(
+    api_url: str, owner_key: str, admin_key: str
+) -> None:
+    subject = f"nodomain_{uuid.uuid4().hex[:10]}-value"
+    _refused_everywhere(api_url, owner_key, subject, 403)
+    registered = _write(api_url, admin_key, "POST", f"/subjects/{subject}/versions",
+                        {"schema": json.dumps(ORDER)})  # fmt: skip
+    assert registered.status_code == 200, registered.text
+
+
+def test_a_team_can_neither_set_import_nor_register_explicit_ids(
+    api_url: str, owner_key: str, admin_key: str
+) -> None:
+    subject = f"{unique_topic(OWNER)}-value"
+    schema = json.dumps(ORDER)
+    path = f"/subjects/{subject}/versions"
+    refused = _write(api_url, owner_key, "PUT", f"/mode/{subject}", {"mode": "import"})
+    assert refused.status_code == 403 and refused.json()["error_code"] == 40301, refused.text
+    assert httpx.get(f"{api_url}/mode/{subject}").status_code == 404
+    assert _write(api_url, owner_key, "PUT", "/mode", {"mode": "IMPORT"}).status_code == 403
+
+    # Even in IMPORT mode set by an admin, explicit ids and versions stay the admin's.
+    assert _write(api_url, admin_key, "PUT", f"/mode/{subject}", {"mode": "IMPORT"}).is_success
+    for extra in ({"id": 123_456}, {"version": 3}, {"id": 2**40}):
+        answer = _write(api_url, owner_key, "POST", path, {"schema": schema, **extra})
+        assert answer.status_code == 403 and answer.json()["error_code"] == 40301, answer.text
+    too_big = _write(api_url, admin_key, "POST", path, {"schema": schema, "id": 2**31})
+    assert too_big.status_code == 422 and too_big.json()["error_code"] == 42228, too_big.text
+    assert httpx.get(f"{api_url}/subjects/{subject}/versions").status_code == 404
+    # Without an id the owner may still register into its subject.
+    assert _write(api_url, owner_key, "POST", path, {"schema": schema}).status_code == 200

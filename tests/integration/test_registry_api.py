@@ -79,7 +79,7 @@ def test_errors_have_confluent_codes_and_statuses(
     assert answer["message"]
 
 
-def test_registry_writes_need_a_key_and_a_feeds_subjects_need_its_owner(
+def test_registry_writes_need_a_key_and_the_subjects_owner(
     api_url: str, admin_key: str, team_key: Callable[[str], str]
 ) -> None:
     owner, other = team_key("registry_owner"), team_key("registry_other")
@@ -98,10 +98,14 @@ def test_registry_writes_need_a_key_and_a_feeds_subjects_need_its_owner(
         == 200
     )
 
-    # Subjects of no feed take any valid key; registry-wide settings only an admin key.
-    free = httpx.post(f"{api_url}/subjects/{_subject()}/versions", json={"schema": SCHEMA},
-                      headers=bearer(other))  # fmt: skip
-    assert free.status_code == 200
+    # A subject of no feed belongs to the team named by its domain (`<team>.<name>`);
+    # registry-wide settings only an admin key.
+    foreign_domain = httpx.post(f"{api_url}/subjects/{_subject()}/versions",
+                                json={"schema": SCHEMA}, headers=bearer(other))  # fmt: skip
+    assert (foreign_domain.status_code, foreign_domain.json()["error_code"]) == (403, 40301)
+    own_domain = httpx.post(f"{api_url}/subjects/registry_other.{_subject()}/versions",
+                            json={"schema": SCHEMA}, headers=bearer(other))  # fmt: skip
+    assert own_domain.status_code == 200, own_domain.text
     assert (
         httpx.put(f"{api_url}/mode", json={"mode": "READWRITE"}, headers=bearer(other)).status_code
         == 403

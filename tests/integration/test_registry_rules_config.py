@@ -143,6 +143,29 @@ def test_import_mode_keeps_the_given_ids_and_versions(own_http: httpx.Client) ->
     assert ok(http.get(f"/subjects/{subject}/versions")) == [5, 6, 7]
 
 
+def test_explicit_ids_stay_in_range_and_never_exhaust_the_automatic_ids(
+    own_http: httpx.Client,
+) -> None:
+    http = own_http
+    v1, _v2, _broken = order_schemas()
+    subject = unique_subject()
+    path = f"/subjects/{subject}/versions"
+    assert ok(send(http, "PUT", "/mode", {"mode": "IMPORT"})) == {"mode": "IMPORT"}
+    # Outside 1..2^30-1: refused with a code and a message naming the range.
+    for bad in (0, -5, 2**30, 2**31 - 1, 2**31, 2**63):
+        message = error(send(http, "POST", path, {"schema": v1, "id": bad}), 422, 42228)
+        assert "1073741823" in message
+    error(send(http, "POST", path, {"schema": v1, "version": 2**31}), 422, 42202)
+    assert ok(http.get("/subjects")) == []
+    # -1 means "no id", as Confluent's clients send it.
+    assert register(http, subject, v1, body={"id": 2**30 - 1, "version": -1}) == 2**30 - 1
+    assert ok(http.delete("/mode")) == {"mode": "IMPORT"}
+    # Automatic ids go on after the largest imported one, still within an int32.
+    after = register(http, unique_subject(), record_schema("After", ("a", "string")))
+    assert after == 2**30
+    assert ok(http.get(f"/schemas/ids/{after}"))
+
+
 # --- compatibility checks -----------------------------------------------------------------
 
 
