@@ -227,17 +227,23 @@ def test_a_rest_proxy_value_schema_id_beyond_int32_is_a_coded_4xx(
     assert response.json()["error_code"] == 42207
 
 
-def test_a_registration_id_beyond_int32_outside_import_mode_is_a_422(
+def test_a_registration_id_beyond_int32_is_a_422_whatever_the_mode(
     api_url: str, admin_key: str
 ) -> None:
-    response = httpx.post(
-        f"{api_url}/subjects/ledger.import-value/versions",
-        headers={**bearer(admin_key), "Content-Type": REGISTRY},
-        json={"schema": '"string"', "id": 99999999999, "version": 2**63},
-        timeout=30,
-    )
-    assert response.status_code == 422, response.text
-    assert response.json()["error_code"] == 42205  # explicit ids only in IMPORT mode
+    def register(**explicit: int) -> httpx.Response:
+        return httpx.post(
+            f"{api_url}/subjects/ledger.import-value/versions",
+            headers={**bearer(admin_key), "Content-Type": REGISTRY},
+            json={"schema": '"string"', **explicit},
+            timeout=30,
+        )
+
+    beyond = register(id=99999999999, version=2**63)
+    assert beyond.status_code == 422, beyond.text
+    assert beyond.json()["error_code"] == 42228  # outside the ids a client can hold
+    in_range = register(id=5)
+    assert in_range.status_code == 422, in_range.text
+    assert in_range.json()["error_code"] == 42205  # explicit ids only in IMPORT mode
 
 
 @pytest.mark.parametrize("version", [2**63, 2**31, 10**30])
