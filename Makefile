@@ -30,15 +30,19 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(BIN)/uv pip install --python $(BIN)/python --no-deps -e .
 	@touch $@
 
-$(JARS)/.fetched: jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-connectors/pom.xml jvm/metastore/pom.xml
-	@echo "==> JVM jars from Maven Central into $(JARS) (Kafka broker; Delta, Kafka and Avro for Spark; Derby metastore server)"
+# The Thrift server's authenticator compiles against the pyspark wheel's jars, hence the venv.
+$(JARS)/.fetched: jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-connectors/pom.xml jvm/metastore/pom.xml \
+		jvm/thrift-auth/pom.xml $(wildcard jvm/thrift-auth/src/main/java/org/integrationhub/thrift/*.java) \
+		$(VENV)/.installed
+	@echo "==> JVM jars from Maven Central into $(JARS) (Kafka broker; Delta, Kafka and Avro for Spark; Derby metastore server; the Thrift server's authenticator)"
 	@java -version 2>&1 | head -1
 	rm -rf $(JARS)/kafka $(JARS)/spark $(JARS)/metastore
-	mvn -B -ntp -s jvm/settings.xml -f jvm/pom.xml package -Dhub.jars.dir=$(JARS)
+	mvn -B -ntp -s jvm/settings.xml -f jvm/pom.xml package -Dhub.jars.dir=$(JARS) \
+	  -Dpyspark.jars.dir=$$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 	@touch $@
 
 .PHONY: jars
-jars: $(JARS)/.fetched ## Fetch the JVM jars (Kafka broker, Delta, spark-sql-kafka, spark-avro)
+jars: $(JARS)/.fetched ## Fetch the JVM jars (Kafka broker, Delta, spark-sql-kafka, spark-avro); build the Thrift server authenticator
 
 .PHONY: bench-jars
 bench-jars: ## Fetch Debezium + Kafka Connect jars for bench/cdc.py (not needed by setup or CI)

@@ -21,6 +21,21 @@ class FeedExists(TerminalError):
         super().__init__(f"Feed '{topic}' already exists{by}.")
 
 
+class TableNameTaken(TerminalError):
+    """A new feed whose tables would be another feed's: table names are the topic with dots as
+    underscores, so two topics can name one table."""
+
+    code = ErrorCode.TABLE_NAME_TAKEN
+
+    def __init__(self, topic: str, *, table: str, existing: str, owner: str) -> None:
+        super().__init__(
+            f"Feed '{topic}' would land in table '{table}', which belongs to feed '{existing}' "
+            f"(owned by team '{owner}'): table names are the topic with dots as underscores, so "
+            "the two topics would share their bronze, silver and quarantine tables. Choose a "
+            "topic that differs in more than '.' and '_'."
+        )
+
+
 class TeamNotFound(TerminalError):
     code = ErrorCode.TEAM_NOT_FOUND
 

@@ -2,7 +2,7 @@
 
 import json
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
@@ -41,6 +41,8 @@ class FeedStore:
         return feed
 
     def get(self, *, topic: str) -> Feed:
+        if not _storable(topic):
+            raise FeedNotFound(topic)
         with transaction(self._sessions) as session:
             row = session.get(FeedRow, topic)
             if row is None:
@@ -49,8 +51,20 @@ class FeedStore:
 
     def find(self, *, topic: str) -> Feed | None:
         """The feed of `topic`, or None."""
+        if not _storable(topic):
+            return None
         with transaction(self._sessions) as session:
             row = session.get(FeedRow, topic)
+            return None if row is None else _feed(row)
+
+    def find_by_table(self, *, table_suffix: str) -> Feed | None:
+        """The feed whose topic, dots as underscores, is `table_suffix` (its tables' names), or
+        None: `sales_eu.orders` and `sales.eu_orders` share one, so at most one is a feed."""
+        if not _storable(table_suffix):
+            return None
+        with transaction(self._sessions) as session:
+            query = select(FeedRow).where(func.replace(FeedRow.topic, ".", "_") == table_suffix)
+            row = session.scalars(query.order_by(FeedRow.topic).limit(1)).first()
             return None if row is None else _feed(row)
 
     def update(
@@ -74,13 +88,28 @@ class FeedStore:
                 raise FeedNotFound(topic)
             session.delete(row)
 
+    def count(self, *, owner: TeamName) -> int:
+        """How many feeds `owner` has (for its quota)."""
+        with transaction(self._sessions) as session:
+            query = select(func.count()).select_from(FeedRow).where(FeedRow.owner == owner)
+            return int(session.scalar(query) or 0)
+
     # Last in the class, so that `list` above means the builtin.
     def list(self, *, owner: TeamName | None = None) -> list[Feed]:
+        if owner is not None and not _storable(owner):
+            return []
         with transaction(self._sessions) as session:
             query = select(FeedRow).order_by(FeedRow.topic)
             if owner is not None:
                 query = query.where(FeedRow.owner == owner)
             return [_feed(row) for row in session.scalars(query)]
+
+
+def _storable(name: str) -> bool:
+    """Whether a topic or team name could be in the catalog at all. PostgreSQL text cannot
+    hold NUL, and its driver fails a query with one instead of finding nothing; no stored
+    name has one (topics are checked by `hub_core.naming`), so such a lookup finds nothing."""
+    return "\x00" not in name
 
 
 def _feed(row: FeedRow) -> Feed:

@@ -15,7 +15,7 @@ from typing import Any
 from connectors.errors import ConnectorNotFound
 from connectors.offsets import OffsetStore, StoredOffset
 from connectors.settings import ConnectSettings
-from connectors.state_topic import StateTopic
+from connectors.state_topic import StateCache, StateTopic
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.producer import FeedProducer
 from hub_kafka.settings import KafkaSettings
@@ -76,9 +76,31 @@ class ControlPlane:
         self.status_topic = StateTopic(
             settings.status_topic, kafka=kafka, admin=admin, producer=producer
         )
-        self.offsets = OffsetStore(
-            StateTopic(settings.offsets_topic, kafka=kafka, admin=admin, producer=producer)
+        self.offsets_topic = StateTopic(
+            settings.offsets_topic, kafka=kafka, admin=admin, producer=producer
         )
+        self.offsets = OffsetStore(self.offsets_topic)
+        self._kafka = kafka
+        self._cache: StateCache | None = None
+
+    def keep_cached(self) -> None:
+        """Follow the state topics with one consumer thread and answer reads from memory from
+        now on (the API does, once per worker); `close` stops it."""
+        self._cache = StateCache(
+            [self.configs, self.status_topic, self.offsets_topic], kafka=self._kafka
+        )
+        self._cache.start()
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.stop()
+
+    @property
+    def consumers_opened(self) -> int:
+        """Kafka consumers built so far to read the state topics (a metric of the API)."""
+        topics = (self.configs, self.status_topic, self.offsets_topic)
+        cached = self._cache.consumers_opened if self._cache is not None else 0
+        return cached + sum(t.consumers_opened for t in topics)
 
     def names(self) -> list[str]:
         """Names of every announced connector."""
@@ -177,3 +199,32 @@ class ControlPlane:
                 "heartbeat_seconds": self.settings.heartbeat_seconds,
             },
         )
+
+
+def without_traces(status: dict[str, Any], *, owner: str) -> dict[str, Any]:
+    """A status answer for readers other than the connector's owner team and admins.
+
+    Traces and retry errors can name hosts, tables and the source's own error text: only the
+    owner sees them. Others get each state, and in place of a trace a short message with the
+    failure's code where there is one (`error_code`).
+    """
+    connector = {k: v for k, v in status["connector"].items() if k != "trace"}
+    if "trace" in status["connector"]:
+        connector["message"] = _hidden(connector["state"], None, owner)
+    tasks = []
+    for task in status["tasks"]:
+        public = {k: v for k, v in task.items() if k not in ("trace", "retry")}
+        if "retry" in task:
+            public["retry"] = {k: v for k, v in task["retry"].items() if k != "last_error"}
+        if "trace" in task:
+            public["message"] = _hidden(task["state"], task.get("error_code"), owner)
+        tasks.append(public)
+    return {**status, "connector": connector, "tasks": tasks}
+
+
+def _hidden(state: str, code: int | None, owner: str) -> str:
+    coded = f" with error {code}" if code is not None else ""
+    return (
+        f"{state}{coded}; the trace is shown to team '{owner}' and admins only "
+        "(see the error table of the getting-started guide for the code)."
+    )

@@ -242,6 +242,7 @@ class FeedSink:
 class TaskStatus:
     state: State = State.UNASSIGNED
     trace: str | None = None
+    error_code: int | None = None  # the hub's code of the failure (FAILED), when it has one
     records: int = 0
     batches: int = 0
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -453,6 +454,7 @@ class Task:
             )
         log.error("%s: failed: %s", self.name, self._describe(exc))
         self.status.retry = None
+        self.status.error_code = int(exc.code) if isinstance(exc, HubError) else None
         self._set(State.FAILED, trace=trace)
 
     def _describe(self, error: BaseException) -> str:

@@ -18,6 +18,7 @@ from confluent_kafka import (
     Consumer,
     KafkaError,
     KafkaException,
+    Message,
     TopicPartition,
 )
 
@@ -46,6 +47,12 @@ class StateTopic:
         self._admin = admin
         self._producer = producer
         self._ensured = False
+        self._cache: StateCache | None = None
+        self.consumers_opened = 0  # Kafka consumers this topic built to read itself
+
+    def follow_with(self, cache: "StateCache") -> None:
+        """Read from `cache` from now on, and wait for it to see each write of ours."""
+        self._cache = cache
 
     def ensure(self) -> None:
         """Create the topic (compacted, one partition, so order per key is total) if missing."""
@@ -58,7 +65,8 @@ class StateTopic:
             self._ensured = True
 
     def put(self, key: str, value: Any) -> None:
-        """Write `value` (None: a tombstone) under `key` and wait for Kafka's acknowledgement."""
+        """Write `value` (None: a tombstone) under `key` and wait for Kafka's acknowledgement,
+        and, when a cache follows this topic, until the cache has seen it (read-after-write)."""
         if self._producer is None:
             raise RuntimeError(f"state topic {self.topic} was opened read-only")
         self.ensure()
@@ -71,9 +79,14 @@ class StateTopic:
                 f"Kafka did not store '{key}' in {self.topic}: {delivery.error}. "
                 f"Check that Kafka at {self._kafka.bootstrap_servers} is reachable."
             )
+        if self._cache is not None and delivery.offset is not None:
+            self._cache.wait_for(self.topic, delivery.offset + 1)
 
     def snapshot(self) -> dict[str, Any]:
-        """The latest value of every key, read from the beginning to the current end."""
+        """The latest value of every key: from the cache that follows the topic, or read from
+        the beginning to the current end."""
+        if self._cache is not None:
+            return self._cache.values(self.topic)
         self.ensure()
         values: dict[str, Any] = {}
         consumer = self._consumer()
@@ -140,14 +153,20 @@ class StateTopic:
                 time.sleep(0.2)
 
     def _consumer(self) -> Consumer:
-        return Consumer(
-            {
-                "bootstrap.servers": self._kafka.bootstrap_servers,
-                "group.id": f"hub-connect-state-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False,
-                "enable.partition.eof": False,
-            }
-        )
+        self.consumers_opened += 1
+        return consumer(self._kafka)
+
+
+def consumer(kafka: KafkaSettings) -> Consumer:
+    """A consumer of state topics: assigned partitions, no group offsets."""
+    return Consumer(
+        {
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "group.id": f"hub-connect-state-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+        }
+    )
 
 
 def _apply(values: dict[str, Any], key: bytes | None, value: bytes | None) -> None:
@@ -158,3 +177,107 @@ def _apply(values: dict[str, Any], key: bytes | None, value: bytes | None) -> No
         values.pop(name, None)
     else:
         values[name] = json.loads(value)
+
+
+class StateCache:
+    """The latest value of every key of some state topics, kept current by one consumer.
+
+    The API answers every connector request from memory: building a consumer per request
+    costs a connection, a metadata round trip and a read of the whole topic, for every GET.
+    One thread per API worker follows the topics from their beginning instead. Readers wait
+    (at most `timeout_s`) until it has caught up with the ends the topics had when it started;
+    writers wait until it has seen their own write (`wait_for`), so a pause is visible to the
+    next GET of the same worker.
+    """
+
+    def __init__(
+        self, topics: list[StateTopic], *, kafka: KafkaSettings, timeout_s: float = _TIMEOUT_S
+    ) -> None:
+        self._topics = topics
+        self._kafka = kafka
+        self._timeout_s = timeout_s
+        self._values: dict[str, dict[str, Any]] = {t.topic: {} for t in topics}
+        self._positions: dict[str, int] = {t.topic: 0 for t in topics}
+        self._changed = threading.Condition()
+        self._caught_up = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="connector-state", daemon=True)
+        self.consumers_opened = 0
+
+    def start(self) -> None:
+        """Start following; the topics are read in the background."""
+        for topic in self._topics:
+            topic.follow_with(self)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=_TIMEOUT_S)
+
+    def values(self, topic: str) -> dict[str, Any]:
+        """A copy of the latest value of every key of `topic`, once the cache caught up."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._caught_up, self._timeout_s):
+                raise self._unavailable("has not been read to its end yet")
+            return dict(self._values[topic])
+
+    def wait_for(self, topic: str, position: int) -> None:
+        """Wait until the cache has read `topic` up to `position` (an offset past a write)."""
+        with self._changed:
+            if not self._changed.wait_for(
+                lambda: self._positions[topic] >= position, self._timeout_s
+            ):
+                raise self._unavailable(f"has not reached offset {position - 1}")
+
+    def _unavailable(self, what: str) -> KafkaUnavailable:
+        return KafkaUnavailable(
+            f"The connector state in Kafka {what} after {self._timeout_s:.0f} s. Check that "
+            f"Kafka at {self._kafka.bootstrap_servers} is reachable."
+        )
+
+    def _run(self) -> None:
+        """Create the topics if needed, then follow them until stopped. Kafka being away (or
+        any other failure) is logged and tried again a second later: readers get 503 meanwhile,
+        and the reader must not die with the worker still serving."""
+        while not self._stop.is_set():
+            try:
+                for topic in self._topics:
+                    topic.ensure()
+                self._follow()
+                return
+            except Exception as exc:  # the one reader must outlive any failure
+                log.warning("connector state: cannot read its topics yet: %s", exc)
+                self._stop.wait(1.0)
+
+    def _follow(self) -> None:
+        reader = consumer(self._kafka)
+        self.consumers_opened += 1
+        try:
+            ends = {t.topic: t._watermarks(reader)[1] for t in self._topics}
+            reader.assign([TopicPartition(t, 0, OFFSET_BEGINNING) for t in ends])
+            idle = 0
+            while not self._stop.is_set():
+                messages = reader.consume(num_messages=500, timeout=0.2)
+                idle = 0 if messages else idle + 1
+                self._apply(messages)
+                if not self._caught_up and (idle >= _IDLE_POLLS or self._reached(ends)):
+                    with self._changed:
+                        self._caught_up = True
+                        self._changed.notify_all()
+        finally:
+            reader.close()
+
+    def _reached(self, ends: dict[str, int]) -> bool:
+        return all(self._positions[topic] >= end for topic, end in ends.items())
+
+    def _apply(self, messages: list[Message]) -> None:
+        if not messages:
+            return
+        with self._changed:
+            for message in messages:
+                topic = message.topic()
+                if message.error() is not None or topic not in self._values:
+                    continue
+                _apply(self._values[topic], message.key(), message.value())
+                self._positions[topic] = (message.offset() or 0) + 1
+            self._changed.notify_all()

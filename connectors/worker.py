@@ -180,6 +180,8 @@ class Worker:
         }
         if status.trace:
             entry["trace"] = status.trace
+        if status.state is State.FAILED and status.error_code is not None:
+            entry["error_code"] = status.error_code
         if status.metrics:
             entry["metrics"] = dict(status.metrics)
         if status.retry:

@@ -15,12 +15,14 @@ from hub_api import (
     connector_routes,
     feed_routes,
     health_routes,
+    identity_routes,
     publish_routes,
     registry_routes,
     rest_proxy_routes,
 )
 from hub_api.auth import KeyVerifier
 from hub_api.errors import install_error_handlers
+from hub_api.gate import RequestGate
 from hub_api.limits import BodySizeLimit
 from hub_api.metrics import HubMetrics, RequestMetrics
 from hub_api.openapi import install_openapi
@@ -28,6 +30,7 @@ from hub_api.publish_models import RecordsIn
 from hub_api.rest_proxy_models import ProduceRequestIn
 from hub_api.settings import ApiSettings
 from hub_kafka.settings import KafkaSettings
+from publish.feeds import FeedQuotas
 from publish.services import publish_services
 from registry.settings import RegistrySettings
 
@@ -52,6 +55,10 @@ def create_app(
             transactional_id_prefix=f"hub-api-{api.instance_id}",
             transactional_producers=api.transactional_producers,
             idempotency_ttl=timedelta(seconds=api.idempotency_ttl_seconds),
+            feed_quotas=FeedQuotas(
+                feeds_per_team=api.quota_feeds_per_team,
+                partitions_per_feed=api.quota_partitions_per_feed,
+            ),
         )
         app.state.api_settings = api
         app.state.registry = services.registry
@@ -60,9 +67,11 @@ def create_app(
         app.state.idempotency = services.idempotency
         app.state.engine = services.engine
         app.state.topic_admin = services.admin
-        app.state.connectors = ControlPlane(
+        app.state.connectors = connectors = ControlPlane(
             ConnectSettings(), kafka, admin=services.admin, producer=services.producer
         )
+        connectors.keep_cached()
+        app.state.metrics.follow_connector_consumers(lambda: connectors.consumers_opened)
         app.state.keys = KeyVerifier(
             TeamStore(services.engine), cache_seconds=api.key_cache_seconds
         )
@@ -75,6 +84,7 @@ def create_app(
         try:
             yield
         finally:
+            connectors.close()
             services.close()
 
     app = FastAPI(
@@ -85,6 +95,8 @@ def create_app(
     )
     app.state.metrics = metrics = HubMetrics()
     app.add_middleware(BodySizeLimit, max_bytes=api.max_body_bytes)
+    # Outside the size limit: slots, rate limits and key checks come before the body is read.
+    app.add_middleware(RequestGate, settings=api)
     app.add_middleware(RequestMetrics, metrics=metrics)
     install_error_handlers(app)
     app.include_router(health_routes.router)
@@ -94,5 +106,6 @@ def create_app(
     app.include_router(publish_routes.router)
     app.include_router(rest_proxy_routes.router)
     app.include_router(connector_routes.router)
+    app.include_router(identity_routes.router)
     install_openapi(app, raw_bodies=(RecordsIn, ProduceRequestIn))
     return app

@@ -15,6 +15,8 @@ from hub_api.settings import ApiSettings, AuthMode
 from publish.feeds import FeedService
 
 _ANONYMOUS_ADMIN = Principal(key_id="anonymous", team=None, admin=True)
+# Where the request gate (hub_api/gate.py) leaves the caller it verified: a Principal, or None.
+PRINCIPAL_SCOPE_KEY = "hub.principal"
 
 
 class KeyVerifier:
@@ -25,6 +27,15 @@ class KeyVerifier:
         self._cache_seconds = cache_seconds
         self._cache: dict[str, tuple[float, Principal | None]] = {}
         self._lock = threading.Lock()
+
+    def cached(self, token: str) -> tuple[bool, Principal | None]:
+        """Whether the answer for `token` is remembered, and that answer; never waits on the
+        database, so the event loop may call it."""
+        with self._lock:
+            hit = self._cache.get(token)
+        if hit is not None and hit[0] > time.monotonic():
+            return True, hit[1]
+        return False, None
 
     def verify(self, token: str) -> Principal | None:
         now = time.monotonic()
@@ -40,14 +51,15 @@ class KeyVerifier:
         return principal
 
 
-def _token(request: Request) -> str | None:
+def credentials(request: Request) -> str | None:
+    """The API key the request carries, if any."""
     header = request.headers.get("authorization", "")
-    scheme, _, credentials = header.partition(" ")
-    if scheme.lower() == "bearer" and credentials:
-        return credentials.strip()
-    if scheme.lower() == "basic" and credentials:
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value:
+        return value.strip()
+    if scheme.lower() == "basic" and value:
         try:
-            decoded = base64.b64decode(credentials, validate=True).decode("utf-8")
+            decoded = base64.b64decode(value, validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
             return None
         return decoded.partition(":")[2] or None
@@ -58,7 +70,10 @@ def _caller(request: Request) -> Principal | None:
     settings: ApiSettings = request.app.state.api_settings
     if settings.auth is AuthMode.DISABLED:
         return _ANONYMOUS_ADMIN
-    token = _token(request)
+    if PRINCIPAL_SCOPE_KEY in request.scope:  # verified by the request gate already
+        known: Principal | None = request.scope[PRINCIPAL_SCOPE_KEY]
+        return known
+    token = credentials(request)
     if token is None:
         return None
     verifier: KeyVerifier = request.app.state.keys

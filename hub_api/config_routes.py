@@ -16,7 +16,7 @@ from hub_api.registry_models import (
     ModeBody,
     SchemaCreate,
 )
-from hub_api.registry_routes import Normalize, _avro_only
+from hub_api.registry_routes import Normalize, _avro_only, valid_subject_names
 from registry.service import parse_mode, parse_version
 from registry.types import RegistryMode, Subject
 
@@ -24,7 +24,7 @@ router = APIRouter(
     route_class=CheckedBodyRoute,
     tags=["registry configuration"],
     default_response_class=RegistryJSONResponse,
-    dependencies=[Depends(require_reader)],
+    dependencies=[Depends(require_reader), Depends(valid_subject_names)],
 )
 
 DefaultToGlobal = Annotated[

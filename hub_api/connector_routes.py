@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response, status
 
 from catalog.types import Principal, TeamName
-from connectors.control import ControlPlane
+from connectors.control import ControlPlane, without_traces
 from hub_api.auth import Caller, Reader, require_owner
 from hub_api.limits import CheckedBodyRoute
 
@@ -32,21 +32,31 @@ def list_connectors(control: Control, _reader: Reader) -> list[str]:
 
 @router.get("/{name}")
 def get_connector(name: str, control: Control, _reader: Reader) -> dict[str, Any]:
-    """The connector's configuration (secrets masked), its type, owner team and worker."""
+    """The connector's configuration (secrets masked), its type, owner team and worker, and
+    the state it was asked to be in (`STARTED` or `PAUSED`)."""
     info = control.describe(name)
     return {
         "name": info.name,
         "type": info.type,
         "owner": info.owner,
         "worker_id": info.worker_id,
+        "target_state": control.target_state(name),
         "config": info.config,
     }
 
 
 @router.get("/{name}/status")
-def connector_status(name: str, control: Control, _reader: Reader) -> dict[str, Any]:
-    """Kafka Connect's status shape: the connector's state and worker, and each task's."""
-    return control.status(name)
+def connector_status(name: str, control: Control, reader: Reader) -> dict[str, Any]:
+    """Kafka Connect's status shape: the connector's state and worker, and each task's.
+
+    Failure traces and retry errors are shown to the owner team's keys and admin keys only;
+    other readers get each state and a short message with the failure's code instead.
+    """
+    status = control.status(name)
+    owner = control.describe(name).owner
+    if reader is not None and reader.may_write(TeamName(owner)):
+        return status
+    return without_traces(status, owner=owner)
 
 
 @router.get("/{name}/offsets")

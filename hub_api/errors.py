@@ -38,7 +38,8 @@ def error_response(
     return JSONResponse(body, status_code=code.http_status, headers=headers, media_type=media_type)
 
 
-def _media_type(request: Request) -> str | None:
+def media_type_of(request: Request) -> str | None:
+    """The media type of an error answer to `request`: the registry's on registry paths."""
     return REGISTRY_MEDIA_TYPE if request.url.path.startswith(_REGISTRY_PATHS) else None
 
 
@@ -49,7 +50,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _hub_error(request: Request, exc: HubError) -> JSONResponse:
         if exc.code.http_status >= 500:
             log.warning("request failed: %s (%s)", exc.message, int(exc.code))
-        return error_response(exc.code, exc.message, media_type=_media_type(request))
+        return error_response(exc.code, exc.message, media_type=media_type_of(request))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -59,7 +60,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(
             ErrorCode.MALFORMED_REQUEST,
             f"Malformed request: {problems}",
-            media_type=_media_type(request),
+            media_type=media_type_of(request),
         )
 
     @app.exception_handler(StarletteHTTPException)

@@ -1,14 +1,19 @@
-"""Refusing request bodies over the size limit before they are read into memory, and JSON
-nested deeper than the depth limit before it is parsed."""
+"""Refusing request bodies over the size limit before they are read into memory, JSON nested
+deeper than the depth limit before it is parsed, and callers without a valid key before either."""
 
+import inspect
 import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from fastapi import Request, Response
+from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from catalog.types import Principal
+from hub_api.auth import require_admin_caller, require_caller, require_subject_writer
 from hub_api.errors import BodyTooLarge, MalformedBody
 from hub_core.errors import ErrorCode
 
@@ -20,7 +25,8 @@ _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
 
 
 class BodySizeLimit:
-    """ASGI middleware: 413 with code 41301 for bodies over `max_bytes` (declared or streamed)."""
+    """ASGI middleware: 413 with code 41301 for bodies over `max_bytes` (declared or streamed),
+    before a byte of a body declared too large is read."""
 
     def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
         self._app = app
@@ -31,14 +37,16 @@ class BodySizeLimit:
             await self._app(scope, receive, send)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self._max:
-            await self._refuse(send)
-            return
+        # Refused when the app first asks for the body, not here: the route checks the caller's
+        # key before it reads a body, and a caller without one gets 401 whatever it declared.
+        too_large = declared is not None and declared.isdigit() and int(declared) > self._max
         seen = 0
         started = False
 
         async def limited_receive() -> Message:
             nonlocal seen
+            if too_large:
+                raise BodyTooLarge
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
@@ -114,12 +122,22 @@ class CheckedBodyRoute(APIRoute):
     FastAPI's own parsing answers a body that stops streaming (over the size limit) with a
     bare 400, and recurses once per nesting level; reading it here first lets the size limit
     answer 413 (41301) and the depth limit 400 (40001).
+
+    Before that, the route's key checks run (`require_caller`, `require_subject_writer`,
+    `require_admin_caller`, see `_key_checks`): FastAPI would read and parse a body before any
+    dependency, so a caller without a valid key, or with another team's key where the path
+    names the owner, would make the hub read its body first. Here it gets 401 or 403 with the
+    body unread. The dependencies run again afterwards, from the verified key in the scope.
     """
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         parse_and_run = super().get_route_handler()
+        key_checks = _key_checks(self.dependant)
 
         async def handler(request: Request) -> Response:
+            if request.method in ("POST", "PUT", "PATCH", "DELETE"):
+                for check in key_checks:
+                    await check(request)
             if request.method in ("POST", "PUT", "PATCH"):
                 raw = await request.body()  # cached: FastAPI reads it again from memory
                 settings = getattr(request.app.state, "api_settings", None)
@@ -127,3 +145,34 @@ class CheckedBodyRoute(APIRoute):
             return await parse_and_run(request)
 
         return handler
+
+
+# The dependencies that decide from the headers and the path alone whether a key may write.
+_KEY_CHECKS: tuple[Callable[..., Principal], ...] = (
+    require_caller,
+    require_subject_writer,
+    require_admin_caller,
+)
+
+
+def _key_checks(dependant: Dependant) -> list[Callable[[Request], Awaitable[None]]]:
+    """The route's key checks, as coroutines run before its body is read."""
+    calls: list[Callable[..., Principal]] = []
+    pending = list(dependant.dependencies)
+    while pending:
+        sub = pending.pop(0)
+        if sub.call in _KEY_CHECKS and sub.call not in calls:
+            calls.append(sub.call)
+        pending.extend(sub.dependencies)
+    return [_run_before_body(call) for call in calls]
+
+
+def _run_before_body(call: Callable[..., Principal]) -> Callable[[Request], Awaitable[None]]:
+    """`call(request, <its path parameters>)` in a worker thread (it may read the database)."""
+    names = [name for name in inspect.signature(call).parameters if name != "request"]
+
+    async def check(request: Request) -> None:
+        arguments = {name: request.path_params[name] for name in names}
+        await run_in_threadpool(call, request, **arguments)
+
+    return check

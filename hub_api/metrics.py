@@ -2,8 +2,9 @@
 
 import collections
 import time
+from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from publish.publisher import PublishOutcome
@@ -51,6 +52,15 @@ class HubMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+
+    def follow_connector_consumers(self, count: Callable[[], int]) -> None:
+        """Export how many Kafka consumers were built to read connector state: one per worker
+        while every connectors request is answered from its cache."""
+        Gauge(
+            "hub_connector_state_consumers",
+            "Kafka consumers built so far to read the connector state topics.",
+            registry=self.registry,
+        ).set_function(count)
 
     def record_publish(self, feed: str, outcome: PublishOutcome, seconds: float) -> None:
         """Count a request's records by outcome (one increment per outcome, not per record)."""

@@ -61,7 +61,10 @@ async def publish_records(
     )
     version = Version(schema_version) if schema_version else None
 
+    retry_later = False  # a record was answered 503: Kafka or the producer queue was busy
+
     async def attempt() -> Attempt:
+        nonlocal retry_later
         started = time.perf_counter()
         if atomic:  # a Kafka transaction blocks its thread until committed
             outcome = await run_in_threadpool(
@@ -85,6 +88,9 @@ async def publish_records(
                 codecs, records, on_error=on_error, idempotency_key=idempotency_key
             )
         metrics.record_publish(feed.topic, outcome, time.perf_counter() - started)
+        retry_later = any(
+            r.error_code is not None and r.error_code.http_status == 503 for r in outcome.results
+        )
         status, content = publish_answer(topic, outcome)
         return Attempt(Answer(status, to_json(content)), reached_kafka=outcome.accepted > 0)
 
@@ -94,7 +100,8 @@ async def publish_records(
         request=raw + f"|{on_error}|{atomic}".encode(),
         attempt=attempt,
     )
-    headers = {"Retry-After": "5"} if answer.status_code == 503 else {}
+    # A replayed answer stays the same however late the retry: no Retry-After on it.
+    headers = {"Retry-After": "5"} if answer.status_code == 503 or retry_later else {}
     if answer.replayed:
         headers["Idempotent-Replayed"] = "true"
     return Response(

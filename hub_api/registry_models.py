@@ -2,10 +2,12 @@
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from registry.errors import InvalidVersion
-from registry.types import RegisteredSchema, SchemaReference, Subject, Version
+from registry.errors import InvalidSchema, InvalidVersion
+from registry.service import parse_subject
+from registry.types import RegisteredSchema, SchemaReference, Version
 
 _INT32_MAX = 2**31 - 1
+_MAX_REFERENCE_NAME = 255
 
 
 class ReferenceModel(BaseModel):
@@ -19,8 +21,16 @@ class ReferenceModel(BaseModel):
         """The reference; 42202 for a version outside 1 to 2^31-1 (or -1, the latest)."""
         if not (1 <= self.version <= _INT32_MAX or self.version == -1):
             raise InvalidVersion(str(self.version))
+        # Stored in a varchar(255) column; a longer or NUL-holding name is no Avro name anyway.
+        if not self.name or len(self.name) > _MAX_REFERENCE_NAME or "\x00" in self.name:
+            raise InvalidSchema(
+                f"Invalid reference name '{self.name[:60]}': a reference names an Avro type "
+                f"by its full name, of 1 to {_MAX_REFERENCE_NAME} characters."
+            )
         return SchemaReference(
-            name=self.name, subject=Subject(self.subject), version=Version(self.version)
+            name=self.name,
+            subject=parse_subject(self.subject, what="Reference subject"),
+            version=Version(self.version),
         )
 
 

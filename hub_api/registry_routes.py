@@ -2,7 +2,7 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Query
+from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
@@ -19,21 +19,39 @@ from hub_api.registry_models import (
     references_of,
 )
 from registry.errors import InvalidSchema
-from registry.service import parse_version
+from registry.service import MAX_SUBJECT_LENGTH, parse_subject, parse_version
 from registry.types import SchemaId, SchemaType, Subject, Version
+
+
+async def valid_subject_names(request: Request) -> None:
+    """42208 for a subject in the path or a `subjectPrefix` that no store can hold, before any
+    route looks it up (see `registry.service.parse_subject`)."""
+    subject = request.path_params.get("subject")
+    if subject is not None:
+        parse_subject(subject)
+    prefix = request.query_params.get("subjectPrefix")
+    if prefix:
+        parse_subject(prefix, what="Subject prefix")
+
 
 router = APIRouter(
     route_class=CheckedBodyRoute,
     tags=["registry"],
     default_response_class=RegistryJSONResponse,
-    dependencies=[Depends(require_reader)],
+    dependencies=[Depends(require_reader), Depends(valid_subject_names)],
 )
 
 SchemaBody = Annotated[SchemaCreate, Body(media_type=REGISTRY_MEDIA_TYPE)]
 Deleted = Annotated[bool, Query(description="Include soft-deleted items.")]
 Permanent = Annotated[bool, Query(description="Delete for good (after a soft delete).")]
 Normalize = Annotated[bool, Query(description="Compare and store schemas in normal form.")]
-SubjectPrefix = Annotated[str, Query(alias="subjectPrefix", description="Only these subjects.")]
+SubjectPrefix = Annotated[
+    str,
+    Query(
+        alias="subjectPrefix",
+        description=f"Only these subjects (at most {MAX_SUBJECT_LENGTH} characters).",
+    ),
+]
 
 
 def _avro_only(body: SchemaCreate) -> None:

@@ -128,7 +128,7 @@ def _offset(result: PublishResult) -> PartitionOffsetPublic:
         )
     if result.error_code.http_status < 500:
         code = int(result.error_code)
-    elif result.error_code is ErrorCode.KAFKA_UNAVAILABLE:
+    elif result.error_code in (ErrorCode.KAFKA_UNAVAILABLE, ErrorCode.PRODUCER_QUEUE_FULL):
         code = RecordErrorCode.KAFKA_RETRIABLE_ERROR
     else:  # KAFKA_REFUSED, and any other server-side failure
         code = RecordErrorCode.KAFKA_ERROR

@@ -70,6 +70,41 @@ class ApiSettings(BaseSettings):
         description="How long the answer to a request with an `Idempotency-Key` is kept: a "
         "retry within this time gets it again, a retry after it publishes again.",
     )
+    max_concurrent_requests: int = Field(
+        default=64,
+        ge=1,
+        description="Most write requests (POST, PUT, PATCH, DELETE) one API worker serves at "
+        "once; past it a new one is answered 503 (code 50304) with `Retry-After` instead of "
+        "waiting in an unbounded queue.",
+    )
+    rate_limit_per_second: float = Field(
+        default=100.0,
+        gt=0,
+        description="Requests per second one API key may send to one API worker, on average "
+        "(429, code 42901, with `Retry-After` above); a token bucket per key per worker.",
+    )
+    rate_limit_burst: int = Field(
+        default=200,
+        ge=1,
+        description="Requests one API key may send at once, above its rate, before it is "
+        "limited (the token bucket's size).",
+    )
+    admin_rate_limit_per_second: float = Field(
+        default=0.0,
+        ge=0,
+        description="Rate limit of admin keys, in requests per second (burst: the same "
+        "number, at least HUB_API_RATE_LIMIT_BURST); 0 exempts admin keys.",
+    )
+    quota_feeds_per_team: int = Field(
+        default=100,
+        ge=1,
+        description="Most feeds one team may own (422, code 42229, for one more).",
+    )
+    quota_partitions_per_feed: int = Field(
+        default=64,
+        ge=1,
+        description="Most partitions a new feed may ask for (422, code 42230, above).",
+    )
     key_cache_seconds: float = Field(
         default=5.0,
         ge=0,

@@ -90,26 +90,35 @@ def analyst_serve(
         typer.Option(help="Address to bind (default HUB_ANALYST_HOST, 127.0.0.1)."),
     ] = None,
 ) -> None:
-    """Serve the tables over JDBC/ODBC (Spark Thrift Server) until SIGTERM or Ctrl-C."""
+    """Serve the tables over JDBC/ODBC (Spark Thrift Server) until SIGTERM or Ctrl-C.
+
+    Logins need a hub API key as the password unless HUB_ANALYST_AUTH=none, which is refused
+    on any address but loopback.
+    """
     from spark_loaders import LoaderSettings, spark_session
-    from spark_loaders.analyst import ThriftServer, thrift_conf
-    from spark_loaders.analyst_settings import AnalystSettings
+    from spark_loaders.analyst import ThriftServer, require_safe_exposure, thrift_conf
+    from spark_loaders.analyst_settings import AnalystAuth, AnalystSettings
 
     overrides = {k: v for k, v in {"port": port, "host": host}.items() if v is not None}
     settings = AnalystSettings(**overrides)  # type: ignore[arg-type]
-    conf = thrift_conf(settings)
-    with spark_session(LoaderSettings(), app_name="hub-analyst", extra_conf=conf) as spark:
+    # Before Spark starts: an unsafe setting fails in a second, not after the session is up.
+    require_safe_exposure(settings)
+    loader = LoaderSettings()
+    conf = thrift_conf(settings, loader)
+    with spark_session(loader, app_name="hub-analyst", extra_conf=conf) as spark:
         server = ThriftServer(spark, settings)
         stop = threading.Event()
         for stop_signal in (signal.SIGINT, signal.SIGTERM):
             signal.signal(stop_signal, lambda *_: stop.set())
         try:
             server.start()
+            password = "<a hub API key>" if settings.auth is AnalystAuth.HUB_KEYS else "-"
             log.info(
                 "from Python: impala.dbapi.connect(host=%r, port=%d, auth_mechanism='PLAIN', "
-                "user='<you>', password='<anything>')",
+                "user='<your team>', password='%s')",
                 settings.host,
                 settings.port,
+                password,
             )
             while not stop.wait(1.0):
                 pass

@@ -213,7 +213,13 @@ def publish_forever(
         for topic, records in batches(rng):
             if stop.is_set():
                 return
-            response = http.post(f"/v1/feeds/{topic}/records", json={"records": records})
+            try:
+                response = http.post(f"/v1/feeds/{topic}/records", json={"records": records})
+            except httpx.TransportError as exc:
+                # The API server is restarting (`hub up` restarts it); this batch is skipped.
+                log.warning("demo publish to %s: the API did not answer (%s)", topic, exc)
+                stop.wait(interval_s)
+                continue
             if response.status_code != 200:
                 log.warning(
                     "demo publish to %s answered %s: %s",

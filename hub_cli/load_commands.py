@@ -1,4 +1,5 @@
-"""`hub load ...`: run the loader, plan a schema change, replay quarantine, reprocess a table."""
+"""`hub load ...`: run the loader, show its feeds' states, plan a schema change, replay quarantine,
+reprocess a table."""
 
 import json
 import logging
@@ -98,6 +99,31 @@ def load_plan(
     result = replace(result, registry_verdict=(verdict.compatible, verdict.messages))
     typer.echo(result.render())
     if result.refused:
+        raise typer.Exit(1)
+
+
+@load_app.command("status")
+def load_status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the statuses as JSON.")] = False,
+) -> None:
+    """Show each topic's state in the bronze loader: landing, quarantining or parked.
+
+    Exits 1 when a topic is quarantining or parked, so that scripts and probes can alert.
+    """
+    from dataclasses import asdict
+
+    from spark_loaders.feed_status import FeedStatusBook
+    from spark_loaders.settings import LoaderSettings
+    from spark_loaders.types import FeedState
+
+    statuses = FeedStatusBook.in_checkpoints(LoaderSettings().checkpoint_dir).list()
+    if as_json:
+        typer.echo(json.dumps([asdict(s) for s in statuses], indent=2))
+    elif not statuses:
+        typer.echo("the bronze loader has not landed any topic yet")
+    for status in [] if as_json else statuses:
+        typer.echo(status.describe())
+    if any(s.state is not FeedState.LANDING for s in statuses):
         raise typer.Exit(1)
 
 

@@ -64,7 +64,10 @@ def up(
         bool, typer.Option(help="Also serve the tables over JDBC/ODBC (`hub analyst serve`).")
     ] = False,
 ) -> None:
-    """Run the whole local stack: Kafka, the metastore, the API server and the loader."""
+    """Run the whole local stack: Kafka, the metastore, the API server and the loader.
+
+    A part that exits is restarted (HUB_UP_* settings); Ctrl-C or SIGTERM stops everything.
+    """
     from hub_cli.stack import LocalStack
 
     LocalStack(demo_feeds=demo, analyst_server=analyst).run()

@@ -1,11 +1,13 @@
-"""`hub up`: the whole local stack (Kafka, metastore, API, loader) on one machine, until Ctrl-C."""
+"""`hub up`: the whole local stack (Kafka, metastore, API, loader) on one machine, until Ctrl-C.
+
+A part that exits is restarted (`hub_cli.supervisor`); only Ctrl-C or SIGTERM stops the hub.
+"""
 
 import contextlib
 import logging
 import os
 import secrets
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -20,6 +22,8 @@ from catalog.types import TeamName
 from hub_api.settings import ApiSettings
 from hub_cli import demo
 from hub_cli.errors import StackError
+from hub_cli.settings import StackSettings
+from hub_cli.supervisor import ChildExit, ChildSpec, RestartPolicy, Supervisor, exit_status
 from hub_cli.warehouse_commands import demo_model
 from hub_core.database import create_database_engine
 from hub_core.environment import child_environment
@@ -35,9 +39,6 @@ from spark_loaders.metastore import MetastoreKind, MetastoreServer, metastore_ki
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
-
-# How long a component may take to stop cleanly; the loader finishes its running batches.
-STOP_GRACE_S = 120
 
 
 def local_admin_key(teams: TeamStore, path: Path) -> str:
@@ -97,11 +98,15 @@ def child_env(
     name: str, *, parent: Mapping[str, str], bootstrap_servers: str, api_url: str, admin_key: str
 ) -> dict[str, str]:
     """The environment of the `hub up` child `name`: `parent`'s without the secrets it does not
-    need, with the local broker's address, and for the loader the API's address and a key."""
+    need, with the local broker's address, for the loader the API's address and a key, and for
+    the analyst server the API's address (it checks the keys of logins there)."""
     extra = {"HUB_KAFKA_BOOTSTRAP_SERVERS": bootstrap_servers}
     if name == "loader":
         extra["HUB_LOADER_REGISTRY_URL"] = api_url
         extra["HUB_LOADER_REGISTRY_KEY"] = parent.get("HUB_LOADER_REGISTRY_KEY", admin_key)
+    if name == "analyst server":
+        # The API that checks the keys analysts log in with (HUB_ANALYST_AUTH=hub-keys).
+        extra["HUB_ANALYST_API_URL"] = parent.get("HUB_ANALYST_API_URL", api_url)
     return child_environment(needs=CHILD_SECRETS[name], extra=extra, parent=parent)
 
 
@@ -124,7 +129,17 @@ class LocalStack:
         self._broker = LocalBroker(self._kafka)
         self._metastore = MetastoreServer(self._loader)
         self._analyst = AnalystSettings()
-        self._children: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self._stack = StackSettings()
+        self._supervisor = Supervisor(
+            RestartPolicy(
+                initial_s=self._stack.restart_initial_seconds,
+                max_s=self._stack.restart_max_seconds,
+                jitter_s=self._stack.restart_jitter_seconds,
+                healthy_s=self._stack.healthy_seconds,
+            ),
+            on_exit=self._announce_exit,
+            on_restart=self._announce_restart,
+        )
         self._stop = threading.Event()
         self._started_broker = False
         self._started_metastore = False
@@ -139,7 +154,8 @@ class LocalStack:
         return default_home() / "admin.key"
 
     def run(self) -> None:
-        """Run until Ctrl-C (SIGINT) or SIGTERM, or until a part dies; then stop everything."""
+        """Run until Ctrl-C (SIGINT) or SIGTERM, restarting any part that exits; then stop
+        everything, each part's own processes included."""
         # Ctrl-C and SIGTERM only ask for a stop; the main thread then stops the parts in
         # order, and a second Ctrl-C (make forwards one too) cannot cut that short.
         for stop_signal in (signal.SIGINT, signal.SIGTERM):
@@ -148,12 +164,7 @@ class LocalStack:
         try:
             self._start()
             while not self._stop.wait(1.0):
-                for name, child in self._children:
-                    if child.poll() is not None:
-                        raise StackError(
-                            f"The {name} exited with code {child.returncode}; "
-                            f"see {self._log_path(name)}."
-                        )
+                self._supervisor.check()
         finally:
             log.info("stopping the hub")
             self._stop.set()
@@ -202,8 +213,6 @@ class LocalStack:
         self._metastore.start()
 
     def _spawn(self, name: str, args: list[str]) -> None:
-        log_path = self._log_path(name)
-        log.info("starting the %s (log: %s)", name, log_path)
         env = child_env(
             name,
             parent=os.environ,
@@ -211,15 +220,19 @@ class LocalStack:
             api_url=self.api_url,
             admin_key=self._admin_key,
         )
-        child = subprocess.Popen(
-            [sys.executable, "-m", "hub_cli.main", *args],
-            stdout=log_path.open("ab"),
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,  # Ctrl-C reaches only us; we stop children in order
-        )
-        self._children.append((name, child))
+        command = [sys.executable, "-m", "hub_cli.main", *args]
+        self._supervisor.start(ChildSpec(name, command, env, self._log_path(name)))
+
+    def _announce_exit(self, exit: ChildExit) -> None:
+        """Say on the terminal what died and what happens next (the supervisor logs it too)."""
+        if exit.name == "API server":
+            rest = "Kafka, the metastore and the loader keep running."
+        else:
+            rest = "The API and Kafka keep running."
+        print(f"{exit.describe()} {rest}", flush=True)
+
+    def _announce_restart(self, name: str, pid: int) -> None:
+        print(f"Restarted the {name} (pid {pid}).", flush=True)
 
     def _log_path(self, name: str) -> Path:
         logs = default_home() / "logs"
@@ -234,7 +247,8 @@ class LocalStack:
                     return
             except httpx.HTTPError:
                 pass
-            if self._children[-1][1].poll() is not None:
+            api = self._supervisor.process("API server")
+            if api is None or exit_status(api) is not None:
                 break
             time.sleep(0.5)
         raise StackError(
@@ -268,23 +282,16 @@ class LocalStack:
         if self._analyst_server:
             lines += [
                 f"  JDBC/ODBC (Spark Thrift Server): {self._analyst.jdbc_url}",
-                f"    beeline -u {self._analyst.jdbc_url}",
+                f"    beeline -u {self._analyst.jdbc_url} -n admin "
+                f'-p "$(cat {self.admin_key_file})"',
+                "    (the password is a hub API key: this admin key, or a team's key)",
                 f"    log: {self._log_path('analyst server')}",
             ]
         lines.append("Press Ctrl-C to stop.")
         print("\n".join(lines), flush=True)
 
     def _shutdown(self) -> None:
-        for name, child in reversed(self._children):
-            if child.poll() is None:
-                log.info("stopping the %s", name)
-                child.send_signal(signal.SIGTERM)
-                try:
-                    child.wait(timeout=STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    log.warning("the %s did not stop in %ds; killing it", name, STOP_GRACE_S)
-                    child.kill()
-                    child.wait()
+        self._supervisor.stop_all(grace_s=self._stack.stop_grace_seconds)
         if self._started_metastore:
             self._metastore.stop()
         if self._started_broker:

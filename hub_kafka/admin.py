@@ -1,6 +1,7 @@
 """Topic administration: creating feed topics with their settings, describing and deleting them."""
 
 import logging
+import re
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -12,12 +13,14 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from hub_kafka.errors import KafkaUnavailable
+from hub_kafka.errors import KafkaUnavailable, TopicNameCollides
 from hub_kafka.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
 
 _TIMEOUT_S = 30.0
+# How Kafka names the topic a new one collides with (`Topic.hasCollision` in its source).
+_COLLIDES = re.compile(r"collides with existing topic: (\S+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,13 +39,17 @@ class TopicAdmin:
         self._admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
 
     def create(self, topic: str, *, partitions: int, config: dict[str, str]) -> bool:
-        """Create `topic`; False when it already exists (its settings are then left as they are)."""
+        """Create `topic`; False when it already exists (its settings are then left as they are),
+        40924 when it differs from an existing topic only in '.' and '_'."""
         new = NewTopic(topic, num_partitions=partitions, replication_factor=-1, config=config)
         try:
             self._admin.create_topics([new], operation_timeout=_TIMEOUT_S)[topic].result(_TIMEOUT_S)
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 return False
+            collision = _COLLIDES.search(exc.args[0].str())
+            if exc.args[0].code() == KafkaError.TOPIC_EXCEPTION and collision:
+                raise TopicNameCollides(topic, existing=collision.group(1)) from exc
             raise self._unavailable(f"create topic '{topic}'", exc) from exc
         log.info("created topic %s (%d partitions, %s)", topic, partitions, config)
         return True

@@ -152,8 +152,9 @@ class LocalBroker:
                 *self._java(classpath),
                 "kafka.tools.StorageTool",
                 "format",
-                "-t",
-                cluster_id,
+                # One argument: a URL-safe base64 id may start with '-', which would otherwise
+                # be read as an option (1 in 64 runs failed to format).
+                f"--cluster-id={cluster_id}",
                 "-c",
                 str(config),
             ],

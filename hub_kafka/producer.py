@@ -9,6 +9,7 @@ import itertools
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ class Delivery:
     offset: int | None = None
     error: str | None = None
     retriable: bool = False
+    sent: bool = True  # False: never handed to Kafka (the local queue stayed full)
 
     @property
     def ok(self) -> bool:
@@ -65,6 +67,7 @@ class FeedProducer:
                 "acks": "all",
                 "linger.ms": settings.linger_ms,
                 "queue.buffering.max.messages": settings.producer_queue_max_messages,
+                "queue.buffering.max.kbytes": settings.producer_queue_max_kbytes,
                 "delivery.timeout.ms": settings.delivery_timeout_ms,
                 "compression.type": "lz4",
                 "error_cb": _log_client_error,
@@ -98,7 +101,11 @@ class FeedProducer:
         """
         pending = _Pending(len(items))
         sent = 0
+        deadline = time.monotonic() + self._queue_wait_s
         while (sent := self._send_encoded(items, sent, pending)) < len(items):
+            if time.monotonic() >= deadline:
+                _not_sent(pending, sent, len(items))
+                break
             self._producer.poll(_QUEUE_FULL_PAUSE_S)  # the local queue is full: let it drain
         pending.wait(self._report_timeout_s)
         return pending.reports()
@@ -120,7 +127,11 @@ class FeedProducer:
 
         pending = _Pending(len(items), on_done=wake)
         sent = 0
+        deadline = time.monotonic() + self._queue_wait_s
         while (sent := self._send_encoded(items, sent, pending)) < len(items):
+            if time.monotonic() >= deadline:
+                _not_sent(pending, sent, len(items))
+                break
             await asyncio.sleep(_QUEUE_FULL_PAUSE_S)  # the local queue is full: let it drain
         # Records not reported in time are answered as not acknowledged.
         with suppress(TimeoutError):
@@ -137,6 +148,10 @@ class FeedProducer:
                          index):  # fmt: skip
                 return index
         return len(items)
+
+    @property
+    def _queue_wait_s(self) -> float:
+        return self._settings.producer_queue_wait_ms / 1000
 
     @property
     def _report_timeout_s(self) -> float:
@@ -187,10 +202,15 @@ class TransactionalProducers:
     ) -> list[Delivery]:
         timeout_s = self._settings.delivery_timeout_ms / 1000
         pending = _Pending(len(items))
+        deadline = time.monotonic() + self._settings.producer_queue_wait_ms / 1000
         try:
             producer.begin_transaction()
             for index, (topic, record) in enumerate(items):
                 while not _enqueue(producer, topic, record, pending, index):
+                    if time.monotonic() >= deadline:
+                        log.warning("atomic batch aborted: the producer queue stayed full")
+                        producer.abort_transaction(timeout_s)
+                        return [QUEUE_FULL for _ in items]
                     producer.poll(_QUEUE_FULL_PAUSE_S)  # the local queue is full: let it drain
             producer.commit_transaction(timeout_s)
         except KafkaException as exc:
@@ -215,6 +235,7 @@ class TransactionalProducers:
                 "transactional.id": transactional_id,
                 "linger.ms": self._settings.linger_ms,
                 "queue.buffering.max.messages": self._settings.producer_queue_max_messages,
+                "queue.buffering.max.kbytes": self._settings.producer_queue_max_kbytes,
                 "compression.type": "lz4",
                 "error_cb": _log_client_error,
             }
@@ -291,7 +312,19 @@ class _Pending:
 
 
 _NOT_ACKNOWLEDGED = Delivery(error="Kafka did not acknowledge the record in time.", retriable=True)
+# A record never handed to librdkafka: its queue (bounded in records and bytes) stayed full for
+# `producer_queue_wait_ms`. Waiting longer would hold the request's memory without bound, and
+# the record was never sent, so answering it as unsent cannot duplicate it.
+QUEUE_FULL = Delivery(error="The producer's queue stayed full.", retriable=True, sent=False)
 _QUEUE_FULL_PAUSE_S = 0.05
+
+
+def _not_sent(pending: _Pending, start: int, end: int) -> None:
+    """Report the records from `start` on as never sent, in order: none of them reached the
+    queue, and later ones must not overtake them."""
+    log.warning("producer queue full: %d records not sent", end - start)
+    for index in range(start, end):
+        pending.fail(index, QUEUE_FULL)
 
 
 def _resolve(future: "asyncio.Future[None]") -> None:

@@ -37,6 +37,23 @@ class KafkaSettings(BaseSettings):
             "memory used while Kafka is slow or away."
         ),
     )
+    producer_queue_max_kbytes: int = Field(
+        default=65_536,
+        ge=1,
+        description=(
+            "Most kilobytes of records a producer holds unacknowledged (librdkafka's "
+            "`queue.buffering.max.kbytes`); with `producer_queue_max_messages`, bounds the "
+            "memory publishing uses while Kafka is slow or away."
+        ),
+    )
+    producer_queue_wait_ms: int = Field(
+        default=5_000,
+        ge=0,
+        description=(
+            "How long a publish request waits for room in a full producer queue; records "
+            "still not handed to Kafka then are answered 503 (code 50305), unsent."
+        ),
+    )
     max_record_bytes: int = Field(
         default=1_000_000,
         ge=1024,

@@ -60,3 +60,28 @@ class ProxyRefused(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class FeedQuotaExceeded(TerminalError):
+    """The owner team has as many feeds as its quota allows."""
+
+    code = ErrorCode.FEED_QUOTA_EXCEEDED
+
+    def __init__(self, team: str, quota: int) -> None:
+        super().__init__(
+            f"Team '{team}' owns {quota} feeds, its quota (HUB_API_QUOTA_FEEDS_PER_TEAM). "
+            "Delete a feed it no longer needs, or ask the operator to raise the quota."
+        )
+
+
+class PartitionQuotaExceeded(TerminalError):
+    """A new feed asks for more partitions than one feed may have."""
+
+    code = ErrorCode.PARTITION_QUOTA_EXCEEDED
+
+    def __init__(self, partitions: int, quota: int) -> None:
+        super().__init__(
+            f"partitions: {partitions} asked for; a feed may have at most {quota} "
+            "(HUB_API_QUOTA_PARTITIONS_PER_FEED). Ask for fewer, or ask the operator to raise "
+            "the quota."
+        )

@@ -6,19 +6,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from catalog.errors import FeedExists, InvalidFeed, TopicExistsOutsideHub
+from catalog.errors import FeedExists, InvalidFeed, TableNameTaken, TopicExistsOutsideHub
 from catalog.feeds import FeedStore
 from catalog.types import Feed, FeedKind, TeamName
 from hub_core.naming import (
     TopicName,
+    bronze_table,
     dlq_topic,
     feed_topic_name,
     key_subject,
+    table_suffix,
     topic_name,
     value_subject,
 )
 from hub_core.ttl import TtlCache
 from hub_kafka.admin import TopicAdmin, TopicState
+from publish.errors import FeedQuotaExceeded, PartitionQuotaExceeded
 from registry.errors import SubjectNotFound
 from registry.service import RegistryService
 from registry.types import RegisteredSchema, Subject, Version
@@ -78,6 +81,18 @@ def key_schema(value_schema: Any, key_fields: tuple[str, ...]) -> dict[str, Any]
     return key
 
 
+@dataclass(frozen=True, slots=True)
+class FeedQuotas:
+    """How many feeds a team may own, and how many partitions one feed may have; None: no
+    quota (connectors and tools), the API sets both from its settings."""
+
+    feeds_per_team: int | None = None
+    partitions_per_feed: int | None = None
+
+
+NO_QUOTAS = FeedQuotas()
+
+
 class FeedService:
     """Create, describe, change and delete feeds, keeping catalog, Kafka and registry in step."""
 
@@ -88,8 +103,10 @@ class FeedService:
         admin: TopicAdmin,
         *,
         cache_seconds: float = 5.0,
+        quotas: FeedQuotas = NO_QUOTAS,
     ) -> None:
         self._feeds = feeds
+        self._quotas = quotas
         self._registry = registry
         self._admin = admin
         # Publishing looks its feed up on every request; a feed changed or deleted by another
@@ -100,16 +117,19 @@ class FeedService:
         """Check, create the topics, register the schemas, then record the feed: all or nothing.
 
         Nothing is written until the topic is known to be free: not reserved, not a feed (409
-        naming its owner) and not a Kafka topic outside the hub (409; the hub never adopts a
-        topic). Creating the topic in Kafka is the step only one request can win, so whatever
-        comes after is this request's own. If a later step fails, what this request wrote is
-        undone: the topics it created are deleted and the schema versions it added are purged;
-        versions that existed before are left alone. A retry is then a fresh create.
+        naming its owner), not landing in another feed's tables (409 naming that feed) and not
+        a Kafka topic outside the hub (409; the hub never adopts a topic). Creating the topic in
+        Kafka is the step only one request can win, so whatever comes after is this request's
+        own. If a later step fails, what this request wrote is undone: the topics it created are
+        deleted and the schema versions it added are purged; versions that existed before are
+        left alone. A retry is then a fresh create.
         """
         topic = feed_topic_name(spec.topic)
         existing = self._feeds.find(topic=topic)
         if existing is not None:
             raise FeedExists(topic, owner=existing.owner)
+        self._check_tables_free(topic)
+        self._check_quotas(spec)
         value = self._validate(spec, topic)
         dlq = dlq_topic(topic)
         for name in (topic, dlq):
@@ -148,6 +168,34 @@ class FeedService:
             raise
         log.info("created feed %s (%s, owner %s)", topic, spec.kind, spec.owner)
         return feed
+
+    def _check_tables_free(self, topic: TopicName) -> None:
+        """40924 when another feed's topic has the same table names (`a_b.c` and `a.b_c` both
+        land in `bronze.a_b_c`, and in the same silver and quarantine tables), so one team's
+        records can never land in another's tables.
+
+        Checked before anything is written. Two such creates racing past the check cannot both
+        win either: Kafka refuses a topic whose name differs from an existing one only in '.'
+        and '_' (their metric names would collide), which `TopicAdmin.create` reports as 40924.
+        """
+        same = self._feeds.find_by_table(table_suffix=table_suffix(topic))
+        if same is not None:
+            raise TableNameTaken(
+                topic, table=bronze_table(topic), existing=same.topic, owner=same.owner
+            )
+
+    def _check_quotas(self, spec: FeedSpec) -> None:
+        """42230 for too many partitions, 42229 when the team owns its quota of feeds.
+
+        Counted before anything is written, like the other checks: two creates of one team
+        racing past the count can overshoot the quota by one each, never without bound.
+        """
+        most_partitions = self._quotas.partitions_per_feed
+        if most_partitions is not None and spec.partitions > most_partitions:
+            raise PartitionQuotaExceeded(spec.partitions, most_partitions)
+        most_feeds = self._quotas.feeds_per_team
+        if most_feeds is not None and self._feeds.count(owner=spec.owner) >= most_feeds:
+            raise FeedQuotaExceeded(spec.owner, most_feeds)
 
     def _create_topic(
         self, undo: "_Undo", topic: TopicName, *, partitions: int, config: dict[str, str]

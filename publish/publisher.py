@@ -5,6 +5,7 @@ encoded the same way whichever door it came in by, and answered only after Kafka
 """
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -32,6 +33,11 @@ from registry.types import SchemaId, Subject, Version
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _INT64_MAX = 2**63 - 1
 DEFAULT_MAX_RECORD_BYTES = 1_000_000  # KafkaSettings.max_record_bytes's default
+# How far ahead of now a record's timestamp may be: Kafka 4's default of the broker setting
+# `log.message.timestamp.after.max.ms`. The broker refuses a later timestamp for the whole
+# produce batch the record travels in, so the other records of the request would fail with it
+# (as a 5xx); refused here, the record alone is answered 42220.
+MAX_TIMESTAMP_AHEAD_MS = 3_600_000
 # What Kafka's record format adds to a record's key, value and headers, at most: its length,
 # attributes, timestamp and offset deltas, key and value lengths, header count (varints); and
 # per header, the lengths of its name and value.
@@ -165,6 +171,8 @@ def _prepare(
         if timestamp is None or (type(timestamp) is int and 0 <= timestamp <= _INT64_MAX)
         else _timestamp_ms(timestamp)
     )
+    if timestamp_ms is not None and timestamp_ms > time.time() * 1000 + MAX_TIMESTAMP_AHEAD_MS:
+        raise _too_far_ahead(timestamp)
     size = (len(value) if value else 0) + (len(key) if key else 0) + _RECORD_FRAMING
     if headers:
         size += sum(len(name) + len(data) + _HEADER_FRAMING for name, data in headers)
@@ -399,6 +407,13 @@ class PreparedBatch:
 def _delivered(delivery: Delivery, cleaned: tuple[Change, ...]) -> PublishResult:
     if delivery.ok:
         return PublishResult(partition=delivery.partition, offset=delivery.offset, cleaned=cleaned)
+    if not delivery.sent:
+        return PublishResult(
+            error_code=ErrorCode.PRODUCER_QUEUE_FULL,
+            message="Not sent: the producer's queue stayed full (HUB_KAFKA_PRODUCER_QUEUE_"
+            "MAX_KBYTES, HUB_KAFKA_PRODUCER_QUEUE_WAIT_MS), so nothing of this record was "
+            "written. Send it again later, in a new request.",
+        )
     if delivery.retriable:
         return PublishResult(
             error_code=ErrorCode.KAFKA_UNAVAILABLE,
@@ -478,6 +493,15 @@ def _headers(headers: Mapping[str, str] | None) -> list[tuple[str, bytes]]:
                 path="$.headers",
             )
     return [(name, value.encode("utf-8")) for name, value in headers.items()]
+
+
+def _too_far_ahead(timestamp: Any) -> InvalidRecord:
+    return InvalidRecord(
+        f"$.timestamp: {str(timestamp)[:40]} is more than {MAX_TIMESTAMP_AHEAD_MS // 60_000} "
+        "minutes ahead of the hub's clock; Kafka refuses records from the future "
+        "(log.message.timestamp.after.max.ms). Send the time the event happened.",
+        path="$.timestamp",
+    )
 
 
 def _timestamp_ms(timestamp: Any) -> int | None:

@@ -15,7 +15,7 @@ from hub_core.database import create_database_engine
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.producer import FeedProducer, TransactionalProducers
 from hub_kafka.settings import KafkaSettings
-from publish.feeds import FeedService
+from publish.feeds import NO_QUOTAS, FeedQuotas, FeedService
 from publish.idempotent import IdempotentRequests
 from publish.publisher import Publisher
 from registry.service import RegistryService
@@ -51,13 +51,14 @@ def publish_services(
     transactional_id_prefix: str | None = None,
     transactional_producers: int = 0,
     idempotency_ttl: timedelta = DEFAULT_TTL,
+    feed_quotas: FeedQuotas = NO_QUOTAS,
 ) -> PublishServices:
     """Wire the hub's database and Kafka into the publish path.
 
     With a `transactional_id_prefix`, atomic batches are published through a pool of
     `transactional_producers` transactional producers (the API); without one, `Publisher`
     refuses atomic batches (connectors never send them). Stored idempotent answers expire after
-    `idempotency_ttl`.
+    `idempotency_ttl`. New feeds are held to `feed_quotas` (none by default).
     """
     engine = create_database_engine(registry.database_url, pool_size=registry.pool_size)
     service = RegistryService(
@@ -79,7 +80,13 @@ def publish_services(
     return PublishServices(
         engine=engine,
         registry=service,
-        feeds=FeedService(FeedStore(engine), service, admin, cache_seconds=registry.cache_seconds),
+        feeds=FeedService(
+            FeedStore(engine),
+            service,
+            admin,
+            cache_seconds=registry.cache_seconds,
+            quotas=feed_quotas,
+        ),
         publisher=Publisher(
             service, producer, transactions, max_record_bytes=kafka.max_record_bytes
         ),

@@ -107,6 +107,12 @@ class IdDoesNotMatch(TerminalError):
     code = ErrorCode.ID_DOES_NOT_MATCH
 
 
+class InvalidSubject(TerminalError):
+    """A subject name no store can hold: empty, too long, or with control characters."""
+
+    code = ErrorCode.INVALID_SUBJECT
+
+
 class InvalidSchemaId(TerminalError):
     """An explicit (imported) schema id outside the range the registry accepts."""
 

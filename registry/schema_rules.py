@@ -9,28 +9,41 @@ path in the schema, the rule and the fix):
   match `[A-Za-z_][A-Za-z0-9_]*` (fastavro accepts `a b`; Avro Java throws
   `SchemaParseException: Illegal character`);
 - field names of one record differ ignoring case (Spark and Delta resolve columns that way);
+- names are at most `MAX_NAME_LENGTH` (255) characters (per dot-separated part): the metastore
+  and the tools around the tables hold column names of bounded length;
 - no field name starts with `_hub_`, in any case (the loaders add `_hub_partition`, ...);
 - no union directly inside a union, no two union branches of the same type (the same full name,
   for named types), as the Avro specification says;
 - sizes within `SchemaLimits`: the text, the nesting depth, fields, enum symbols, references;
+- decimals (`bytes` or `fixed` with logicalType `decimal`) as the Avro specification says:
+  precision at least 1, scale from 0 to the precision, a fixed large enough for the precision
+  (see `_check_decimal` for how this departs from Avro Java);
 - under a topic's subject (`T-value`, `T-key`), no recursive type: the loader flattens a value
-  into columns and cannot flatten recursion (see `check_subject`).
+  into columns and cannot flatten recursion, and no decimal precision over 38, the most a Spark
+  or Delta decimal holds (see `check_subject`).
 
 Aliases and custom attributes are left alone: no stage turns them into names. The rules apply
 to schemas being accepted (registered, checked, given to a new feed), never to stored ones, so a
 schema registered before a rule existed keeps resolving by its id.
 """
 
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from registry.errors import InvalidSchema
 
 PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 RESERVED_FIELD_PREFIX = "_hub_"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Characters of a name (a field name, an enum symbol, each part of a type name or namespace).
+MAX_NAME_LENGTH = 255
+# Digits of Spark's (and so Delta's) widest decimal, `DecimalType.MAX_PRECISION`.
+SPARK_MAX_DECIMAL_PRECISION = 38
+# Avro Java reads a decimal's precision and a fixed's size as Java ints.
+_MAX_INT = 2**31 - 1
 _NAMED = frozenset({"record", "error", "enum", "fixed"})
 # A JSON string, escapes included, and the brackets that nest JSON values.
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -99,8 +112,9 @@ def is_topic_subject(subject: str) -> bool:
 
 def check_subject(document: Any, subject: str) -> None:
     """The rules of a topic's subject: a value or key schema has no recursive type, because the
-    loader flattens it into table columns. Other subjects (shared types that schemas reference)
-    may recur."""
+    loader flattens it into table columns, and no decimal wider than a Spark column holds.
+    Other subjects (shared types that schemas reference) may have both: a topic's schema that
+    references them is checked with them inlined."""
     if not is_topic_subject(subject):
         return
     found = recursion(document)
@@ -112,6 +126,37 @@ def check_subject(document: Any, subject: str) -> None:
             f"'{subject}' may not recur. Bound the nesting with distinct types (e.g. a fixed "
             "number of levels), or keep the tree in a string or bytes field."
         )
+    _check_spark_decimals(document, subject)
+
+
+def _check_spark_decimals(document: Any, subject: str) -> None:
+    """42201 for a decimal of more than 38 digits: Avro allows any precision on `bytes`, but
+    the loader turns a decimal into Spark's `DecimalType`, which fails above 38."""
+    for path, node in _decimals(document):
+        precision = node.get("precision")
+        if isinstance(precision, int) and precision > SPARK_MAX_DECIMAL_PRECISION:
+            raise InvalidSchema(
+                f"Invalid schema at {path}: decimal precision {precision} is over "
+                f"{SPARK_MAX_DECIMAL_PRECISION}, the most digits a Spark or Delta decimal "
+                "holds, so the loader could not land it; decimals in schemas of topic subjects "
+                f"like '{subject}' have a precision of at most {SPARK_MAX_DECIMAL_PRECISION}. "
+                f"Lower the precision to {SPARK_MAX_DECIMAL_PRECISION} or less, or carry the "
+                "value as a string."
+            )
+
+
+def _decimals(document: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(path, schema) of every decimal defined in `document` (references are not followed:
+    a named type is checked where it is defined)."""
+    stack: list[tuple[Any, str]] = [(document, "$")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, list):
+            stack.extend((branch, f"{path}[{i}]") for i, branch in reversed(list(enumerate(node))))
+        elif isinstance(node, Mapping):
+            if _is_decimal(node):
+                yield path, node
+            stack.extend((child, where) for child, _, where in reversed(_children(node, "", path)))
 
 
 def recursion(document: Any) -> tuple[str, str] | None:
@@ -188,6 +233,8 @@ class _Walker:
                 self._record(node, path)
             elif kind == "enum":
                 self._enum(node, path)
+            elif _is_decimal(node):
+                _check_decimal(node, path)
             stack.extend(
                 (child, namespace, child_path, depth, False)
                 for child, _, child_path in reversed(_children(node, namespace, path))
@@ -217,7 +264,7 @@ class _Walker:
             if not isinstance(name, str):
                 continue
             where = f"{path}.fields[{index}].name"
-            if not _NAME.fullmatch(name):
+            if not _is_name(name):
                 raise _bad_name(where, "field name", name)
             folded = name.casefold()
             if folded.startswith(RESERVED_FIELD_PREFIX):
@@ -246,7 +293,7 @@ class _Walker:
                 f"{self._limits.max_enum_symbols:,}", "MAX_ENUM_SYMBOLS",
             )  # fmt: skip
         for index, symbol in enumerate(symbols):
-            if not isinstance(symbol, str) or not _NAME.fullmatch(symbol):
+            if not isinstance(symbol, str) or not _is_name(symbol):
                 raise _bad_name(f"{path}.symbols[{index}]", "enum symbol", symbol)
 
     @staticmethod
@@ -296,6 +343,70 @@ def _children(node: Mapping[str, Any], namespace: str, path: str) -> list[tuple[
     return []
 
 
+def _is_decimal(node: Mapping[str, Any]) -> bool:
+    return node.get("logicalType") == "decimal" and node.get("type") in ("bytes", "fixed")
+
+
+def _check_decimal(node: Mapping[str, Any], path: str) -> None:
+    """The Avro specification's rules for a decimal: precision at least 1, scale from 0 to the
+    precision, and a fixed with room for the precision.
+
+    Avro Java does not fail on a decimal that breaks them: it drops the logical type and reads
+    plain bytes (`LogicalTypes.fromSchemaIgnoreInvalid`), which would land as a binary column.
+    The registry refuses it instead, as fastavro, its parser, already did for a scale over the
+    precision or a fixed too small: whoever wrote `decimal` meant a number, and the publish
+    gateway needs the precision to check values against.
+    """
+    precision = node.get("precision")
+    if not _is_int(precision) or not 1 <= precision <= _MAX_INT:
+        raise InvalidSchema(
+            f"Invalid schema at {path}.precision: a decimal's precision must be an integer of at "
+            f"least 1 (the number of digits it holds), {_given(precision)}; the Avro specification "
+            'requires it (and Avro Java reads it as a 32-bit int). Give it, e.g. "precision": 10.'
+        )
+    scale = node.get("scale", 0)
+    if not _is_int(scale) or not 0 <= scale <= precision:
+        raise InvalidSchema(
+            f"Invalid schema at {path}.scale: a decimal's scale must be an integer from 0 to its "
+            f"precision ({precision}), {_given(scale)}; the Avro specification requires it. Lower "
+            "the scale, or raise the precision."
+        )
+    size = node.get("size")
+    if node.get("type") == "fixed" and _is_int(size):
+        _check_fixed_room(size, precision, path)
+
+
+def _check_fixed_room(size: int, precision: int, path: str) -> None:
+    if size > _MAX_INT:
+        raise InvalidSchema(
+            f"Invalid schema at {path}.size: a fixed of {size:,} bytes is larger than Avro Java "
+            f"reads (a 32-bit int, at most {_MAX_INT:,}); give the decimal a smaller fixed."
+        )
+    if precision > _fixed_digits(size):
+        needed = max(1, math.ceil((precision / math.log10(2) + 1) / 8))
+        while _fixed_digits(needed) < precision:
+            needed += 1
+        raise InvalidSchema(
+            f"Invalid schema at {path}: a fixed of {size} bytes holds a decimal of at most "
+            f"{_fixed_digits(size)} digits, fewer than its precision {precision}; the Avro "
+            f"specification requires room for them. Make it {needed} bytes, or lower the "
+            "precision."
+        )
+
+
+def _fixed_digits(size: int) -> int:
+    """The most decimal digits a two's-complement number of `size` bytes always holds."""
+    return math.floor((8 * size - 1) * math.log10(2)) if size >= 1 else 0
+
+
+def _given(value: Any) -> str:
+    return "and it has none" if value is None else f"not {value!r}"
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _branch_type(branch: Any, namespace: str) -> str | None:
     """What a union branch is, for the one-branch-per-type rule: a primitive, array, map, the
     full name of a named type, or "union"."""
@@ -329,12 +440,23 @@ def _candidates(name: str, namespace: str) -> list[str]:
 
 
 def _check_dotted(value: str, path: str, what: str) -> None:
-    if not all(_NAME.fullmatch(segment) for segment in value.split(".")):
+    if not all(_is_name(segment) for segment in value.split(".")):
         raise _bad_name(path, what, value, dotted=True)
+
+
+def _is_name(text: str) -> bool:
+    return len(text) <= MAX_NAME_LENGTH and _NAME.fullmatch(text) is not None
 
 
 def _bad_name(path: str, what: str, value: Any, *, dotted: bool = False) -> InvalidSchema:
     parts = " (each dot-separated part)" if dotted else ""
+    if isinstance(value, str) and any(
+        len(part) > MAX_NAME_LENGTH for part in (value.split(".") if dotted else [value])
+    ):
+        return InvalidSchema(
+            f"Invalid schema at {path}: {what} '{value[:40]}...' is {len(value):,} characters "
+            f"long; a name{parts} may have at most {MAX_NAME_LENGTH}. Shorten it."
+        )
     return InvalidSchema(
         f"Invalid schema at {path}: {what} {value!r} breaks the Avro naming rule: a name{parts} "
         "must start with a letter or '_' and contain only letters, digits and '_' "

@@ -1,5 +1,6 @@
 """Registry operations: the rules of the Confluent Schema Registry over the SQL store."""
 
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -17,6 +18,7 @@ from registry.errors import (
     InvalidMode,
     InvalidSchema,
     InvalidSchemaId,
+    InvalidSubject,
     InvalidVersion,
     ModeNotConfigured,
     OperationNotPermitted,
@@ -59,6 +61,36 @@ def check_explicit_id(schema_id: int | None, version: int | None) -> None:
         )
     if version is not None and not 1 <= version <= _MAX_VERSION:
         raise InvalidVersion(str(version))
+
+
+# Characters of a subject name: the width of the `subject` columns (varchar(255)).
+MAX_SUBJECT_LENGTH = 255
+# C0 controls and DEL: PostgreSQL text cannot hold NUL, and none of them belongs in a name.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def parse_subject(text: str, *, what: str = "Subject") -> Subject:
+    """A subject name from a request; 42208 when no store could hold it.
+
+    Confluent's registry takes any string, but the database columns are 255 characters wide
+    and PostgreSQL refuses NUL in text: checked here, such names would fail in the driver as a
+    500. Control characters are refused too, since they only ever hide a name in logs.
+    """
+    if not text or len(text) > MAX_SUBJECT_LENGTH or _CONTROL.search(text):
+        shown = _CONTROL.sub("?", text[:60])
+        raise InvalidSubject(
+            f"{what} '{shown}{'...' if len(text) > 60 else ''}' is not a valid subject name: "
+            f"a subject has 1 to {MAX_SUBJECT_LENGTH} characters and no control characters "
+            f"(NUL, line breaks); this one has {len(text):,}. Use e.g. '<domain>.<name>-value'."
+        )
+    return Subject(text)
+
+
+def _check_id_range(schema_id: int) -> None:
+    """40403 for an id no schema can have, before the database sees it: PostgreSQL refuses a
+    number beyond its integer columns with an error instead of finding nothing."""
+    if not 1 <= schema_id <= MAX_SCHEMA_ID:
+        raise SchemaNotFound(schema_id)
 
 
 def parse_version(text: str) -> Version | None:
@@ -274,6 +306,7 @@ class RegistryService:
     def schema(self, *, schema_id: SchemaId) -> AvroSchema:
         """The parsed schema with id `schema_id`, while a subject version (live or soft-deleted)
         uses it: 40403 once it is deleted for good (in another process: within cache_seconds)."""
+        _check_id_range(schema_id)
         in_use = self._in_use.get(schema_id)
         if in_use is None:
             in_use = self._store.is_used(schema_id=schema_id)
@@ -356,6 +389,7 @@ class RegistryService:
         self, *, schema_id: SchemaId, include_deleted: bool = False
     ) -> list[RegisteredSchema]:
         """Subject versions that use schema `schema_id` (40403 when none does)."""
+        _check_id_range(schema_id)
         found = self._store.usages(schema_id=schema_id, include_deleted=include_deleted)
         if not found:
             raise SchemaNotFound(schema_id)

@@ -155,8 +155,8 @@ class SchemaStore:
 
     def is_used(self, *, schema_id: SchemaId) -> bool:
         """Whether any subject version, live or soft-deleted, still points at `schema_id`."""
-        with self._engine.connect() as connection:
-            used = connection.execute(
+        with transaction(self._sessions) as session:
+            used = session.execute(
                 select(SubjectVersionRow.id)
                 .where(SubjectVersionRow.schema_id == schema_id)
                 .limit(1)
@@ -168,8 +168,8 @@ class SchemaStore:
         query = select(SubjectVersionRow.id).where(SubjectVersionRow.subject == subject)
         if not include_deleted:
             query = query.where(SubjectVersionRow.deleted.is_(False))
-        with self._engine.connect() as connection:
-            return connection.execute(query.limit(1)).first() is not None
+        with transaction(self._sessions) as session:
+            return session.execute(query.limit(1)).first() is not None
 
     def find(
         self, *, subject: Subject, schema: AvroSchema, include_deleted: bool
@@ -192,8 +192,8 @@ class SchemaStore:
         )
         if not include_deleted:
             query = query.where(SubjectVersionRow.deleted.is_(False))
-        with self._engine.connect() as connection:
-            found = connection.execute(query).first()
+        with transaction(self._sessions) as session:
+            found = session.execute(query).first()
         if found is None:
             return None
         version, deleted, schema_id, text = found

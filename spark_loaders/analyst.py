@@ -3,27 +3,62 @@
 It runs inside a Spark session built like the loader's (`build_session`), so it sees the same
 metastore, reads Delta tables with the same Delta version, and answers each statement with the
 newest committed version of each table while the loader keeps writing.
+
+Logins are checked by HiveServer2's CUSTOM authentication with the hub's own provider,
+`org.integrationhub.thrift.HubKeyAuthenticator` (jvm/thrift-auth): the password of a login must
+be a hub API key, which the provider checks with the hub API. Any valid key may read every
+table: the tables are the organization's shared read surface (docs/security.md).
 """
 
 import logging
+import os
 import socket
 import time
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark_loaders.analyst_settings import AnalystSettings
-from spark_loaders.errors import LoaderError
+from spark_loaders import metastore
+from spark_loaders.analyst_settings import AnalystAuth, AnalystSettings
+from spark_loaders.errors import AnalystAuthRequired, LoaderError
 from spark_loaders.session import SAFE_CONF
+from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
 
 _SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+AUTHENTICATOR_CLASS = "org.integrationhub.thrift.HubKeyAuthenticator"
+_CUSTOM_CLASS_PROPERTY = "hive.server2.custom.authentication.class"
 
 
-def thrift_conf(settings: AnalystSettings) -> dict[str, str]:
-    """Spark settings for the Thrift server, given to `build_session`."""
+def require_safe_exposure(settings: AnalystSettings) -> None:
+    """Refuse to serve every table without authentication beyond this machine."""
+    if settings.auth is AnalystAuth.NONE and not settings.on_loopback:
+        raise AnalystAuthRequired(
+            f"The Thrift server would bind to {settings.host} with HUB_ANALYST_AUTH=none: "
+            "anyone who reaches that address could read every table. Set "
+            "HUB_ANALYST_AUTH=hub-keys (the default; logins then need a hub API key as the "
+            "password, checked by the API at HUB_ANALYST_API_URL), or bind to 127.0.0.1."
+        )
+
+
+def authenticator_jar(loader: LoaderSettings) -> Path:
+    """The jar of `HubKeyAuthenticator`, built by `make jars` into the Spark jars folder."""
+    jars = sorted(loader.jars_dir.glob("hub-thrift-auth-*.jar"))
+    if not jars:
+        raise LoaderError(
+            f"No Thrift server authenticator (hub-thrift-auth-*.jar) in {loader.jars_dir}. Run "
+            "`make jars` (it builds jvm/thrift-auth), or set HUB_LOADER_JARS_DIR."
+        )
+    return jars[-1]
+
+
+def thrift_conf(settings: AnalystSettings, loader: LoaderSettings) -> dict[str, str]:
+    """Spark settings for the Thrift server, given to `build_session` with `loader`'s."""
+    custom = settings.auth is AnalystAuth.HUB_KEYS
     return {
+        "spark.hadoop.hive.server2.authentication": "CUSTOM" if custom else "NONE",
+        **(_authenticator_conf(loader) if custom else {}),
         "spark.hadoop.hive.server2.thrift.bind.host": settings.host,
         "spark.hadoop.hive.server2.thrift.port": str(settings.port),
         "spark.hadoop.hive.server2.transport.mode": "binary",
@@ -33,6 +68,44 @@ def thrift_conf(settings: AnalystSettings) -> dict[str, str]:
         # new connections take their defaults from the SparkConf these settings go into.
         "spark.hadoop.hive.variable.substitute": "false",
         **SAFE_CONF,
+    }
+
+
+def _authenticator_conf(loader: LoaderSettings) -> dict[str, str]:
+    """Put the authenticator on the driver JVM's own class path.
+
+    HiveServer2 loads the provider through the context class loader of the worker thread that
+    takes the login. Those threads are reused for statements, which leave other loaders there,
+    so a class only in `spark.jars` is found by some logins and not others; the JVM's class path
+    is seen by all of them (as pyspark's own jars are). Spark reads this setting when the
+    session's JVM starts, so it joins the metastore's class path rather than replacing it.
+    """
+    class_path = [
+        metastore.spark_conf(loader).get("spark.driver.extraClassPath", ""),
+        str(authenticator_jar(loader)),
+    ]
+    return {
+        "spark.driver.extraClassPath": os.pathsep.join(p for p in class_path if p),
+        # Documents the provider in the session's settings; HiveServer2 itself reads the class
+        # from the JVM's system properties (see `authenticator_properties`).
+        f"spark.hadoop.{_CUSTOM_CLASS_PROPERTY}": AUTHENTICATOR_CLASS,
+    }
+
+
+def authenticator_properties(settings: AnalystSettings) -> dict[str, str]:
+    """JVM system properties that configure `HubKeyAuthenticator`.
+
+    HiveServer2's `CustomAuthenticationProviderImpl` builds a fresh `HiveConf` for every login,
+    which reads hive-site.xml and system properties but not the session's `spark.hadoop.*`
+    settings; so the provider's class and settings are set as system properties of the driver.
+    """
+    if settings.auth is not AnalystAuth.HUB_KEYS:
+        return {}
+    return {
+        _CUSTOM_CLASS_PROPERTY: AUTHENTICATOR_CLASS,
+        "hub.analyst.api.url": settings.api_url,
+        "hub.analyst.auth.timeout.ms": str(round(settings.auth_timeout_seconds * 1000)),
+        "hub.analyst.auth.cache.seconds": str(settings.auth_cache_seconds),
     }
 
 
@@ -46,12 +119,7 @@ class ThriftServer:
 
     def start(self) -> None:
         """Start serving and wait until the port accepts connections."""
-        if self._settings.host not in _LOOPBACK:
-            log.warning(
-                "the Thrift server binds to %s without authentication: anyone who reaches "
-                "that address can read every table",
-                self._settings.host,
-            )
+        require_safe_exposure(self._settings)
         if _accepts(self._settings.host, self._settings.port):
             raise LoaderError(
                 f"Port {self._settings.port} on {self._settings.host} is already in use; set "
@@ -59,10 +127,20 @@ class ThriftServer:
             )
         jvm = self._spark.sparkContext._jvm
         assert jvm is not None, "the session has no JVM"
+        for name, value in authenticator_properties(self._settings).items():
+            jvm.java.lang.System.setProperty(name, value)
+        # Spark logs at WARN; the server's log should still say who logged in.
+        log4j = jvm.org.apache.logging.log4j
+        log4j.core.config.Configurator.setLevel("org.integrationhub", log4j.Level.INFO)
         server_object = jvm
         for part in _SERVER_CLASS.split("."):
             server_object = getattr(server_object, part)
-        log.info("starting the Thrift server on %s:%d", self._settings.host, self._settings.port)
+        log.info(
+            "starting the Thrift server on %s:%d, %s",
+            self._settings.host,
+            self._settings.port,
+            _describe_auth(self._settings),
+        )
         self._server = server_object.startWithContext(self._spark._jsparkSession.sqlContext())
         deadline = time.monotonic() + self._settings.start_timeout_seconds
         while not _accepts(self._settings.host, self._settings.port):
@@ -73,9 +151,15 @@ class ThriftServer:
                     "see the Spark log above."
                 )
             time.sleep(0.2)
+        login = (
+            " -n <your team> -p <a hub API key>"
+            if self._settings.auth is AnalystAuth.HUB_KEYS
+            else ""
+        )
         log.info(
-            "the Thrift server is ready; connect with `beeline -u %s` or any HiveServer2 client",
+            "the Thrift server is ready; connect with `beeline -u %s%s` or any HiveServer2 client",
             self._settings.jdbc_url,
+            login,
         )
 
     def stop(self) -> None:
@@ -84,6 +168,12 @@ class ThriftServer:
             log.info("stopping the Thrift server")
             self._server.stop()  # type: ignore[attr-defined]
             self._server = None
+
+
+def _describe_auth(settings: AnalystSettings) -> str:
+    if settings.auth is AnalystAuth.HUB_KEYS:
+        return f"logins need a hub API key as the password, checked by {settings.api_url}"
+    return "without authentication (loopback only)"
 
 
 def _accepts(host: str, port: int) -> bool:

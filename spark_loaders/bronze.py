@@ -6,10 +6,18 @@ writer schema id and resolved to the subject's newest schema (re-read from the r
 few seconds, so a new version is picked up live), and appended with Delta's idempotent writes
 (`txnAppId`/`txnVersion`): a batch replayed after a crash is recognised by Delta and not
 written twice. What cannot be landed goes to `quarantine.<topic>` with a reason code.
+
+One bad feed never stops the others: a topic whose batch fails to land for a reason of its own
+(see `spark_loaders.isolation`) goes whole to quarantine as `LANDING_FAILED`, or, if quarantine
+cannot take it either, is parked, while the batch's other topics land as usual. Failures of a
+dependency every topic shares (registry, metastore) are retried and then fail the batch, which
+the query redoes from its checkpoint. Each topic's state is kept in `spark_loaders.feed_status`.
 """
 
 import logging
+import time
 import uuid
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -17,19 +25,35 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from hub_core.naming import TopicName, bronze_table, value_subject
+from hub_core.retries import Backoff, retry_transient_interruptibly
 from hub_kafka.settings import KafkaSettings
 from registry.types import SchemaId
 from spark_loaders.comments import TableComments, with_comments
 from spark_loaders.decode import decode_topic, decoded_whole, with_schema_id
+from spark_loaders.errors import RegistryUnavailable
+from spark_loaders.feed_status import FeedStatusBook
+from spark_loaders.isolation import FailureKind, as_transient, classify, describe
 from spark_loaders.quarantine import QuarantineReason, quarantine_rows, quarantine_table
 from spark_loaders.reprocess import SwapRequests, insert_missing
-from spark_loaders.schemas import RegistryClient
+from spark_loaders.schemas import REGISTRY_BACKOFF, RegistryClient
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.tables import PARTITION_COLUMN, DeltaTables
+from spark_loaders.types import FeedState
 
 log = logging.getLogger(__name__)
 
 QUERY_NAME = "hub-bronze"
+# A dependency failing while a topic lands (the metastore, a concurrent commit) is retried this
+# long before the batch fails; registry reads are retried by the registry client instead.
+LANDING_BACKOFF = Backoff(initial_s=1.0, max_s=10.0, jitter_s=1.0, attempts=4, timeout_s=60.0)
+
+
+@dataclass
+class _Progress:
+    """How far landing one topic's batch got: a failure after the bronze write must not
+    quarantine records that are already in bronze."""
+
+    bronze_written: bool = False
 
 
 class BronzeLoader:
@@ -43,12 +67,14 @@ class BronzeLoader:
             settings.registry_url,
             api_key=settings.registry_key,
             latest_ttl_s=settings.schema_refresh_seconds,
+            backoff=replace(REGISTRY_BACKOFF, timeout_s=settings.registry_retry_seconds),
         )
         self._tables = DeltaTables(spark)
         self._comments = TableComments(spark)
         self._checkpoint = settings.checkpoint_dir / QUERY_NAME
         self._txn_app_id = _checkpoint_identity(self._checkpoint)
         self._swaps = SwapRequests(settings.checkpoint_dir)
+        self.statuses = FeedStatusBook.in_checkpoints(settings.checkpoint_dir)
         # (topic, writer id) -> (writer, reader) schema texts of this batch and the one before.
         self._decoders: dict[tuple[str, SchemaId], tuple[str, str]] = {}
         self._checked: dict[tuple[str, SchemaId], tuple[str, str]] = {}
@@ -66,6 +92,10 @@ class BronzeLoader:
             .option("kafka.metadata.max.age.ms", "3000")
             # Records of aborted atomic batches are never landed.
             .option("kafka.isolation.level", "read_committed")
+            # A deleted topic's partitions vanish: by default Spark then fails the query, and
+            # every other feed with it. What the topic held is gone from Kafka either way; see
+            # docs/loaders.md, "Deleted feeds".
+            .option("failOnDataLoss", str(self._settings.fail_on_data_loss).lower())
         )
         if self._settings.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", self._settings.max_offsets_per_trigger)
@@ -126,7 +156,7 @@ class BronzeLoader:
             for topic, schema_ids in sorted(by_topic.items()):
                 table = bronze_table(TopicName(topic))
                 merge = batch_id <= merge_through.get(table, -1)
-                outcome = self._land_topic(
+                outcome = self._land_contained(
                     batch.where(F.col("topic") == topic),
                     topic,
                     schema_ids,
@@ -143,6 +173,130 @@ class BronzeLoader:
             batch.unpersist()
         self._swaps.settle(batch_id)
 
+    def _land_contained(
+        self,
+        records: DataFrame,
+        topic: str,
+        schema_ids: set[SchemaId],
+        *,
+        unframed: bool,
+        batch_id: int,
+        ingested_at: Column,
+        merge: bool,
+        verified: dict[tuple[str, SchemaId], int],
+    ) -> str:
+        """`_land_topic`, with the topic's own failures kept to the topic.
+
+        Dependency failures are retried (`LANDING_BACKOFF`) and then raised: the batch fails
+        and is redone from the checkpoint. A failure of the loader itself is raised as is.
+        A failure of the feed sets its records aside (`_set_aside`) and returns.
+        """
+        progress = _Progress()
+
+        def attempt() -> str:
+            try:
+                return self._land_topic(
+                    records,
+                    topic,
+                    schema_ids,
+                    unframed=unframed,
+                    batch_id=batch_id,
+                    ingested_at=ingested_at,
+                    merge=merge,
+                    verified=verified,
+                    progress=progress,
+                )
+            except Exception as error:
+                if classify(error) is FailureKind.DEPENDENCY:
+                    raise as_transient(error) from error
+                raise
+
+        try:
+            # The registry client retried its own requests already, for as long as configured.
+            note = retry_transient_interruptibly(
+                attempt,
+                backoff=LANDING_BACKOFF,
+                sleep=time.sleep,
+                also=lambda failure: not isinstance(failure, RegistryUnavailable),
+            )
+        except Exception as error:
+            if classify(error) is not FailureKind.FEED:
+                raise
+            return self._set_aside(records, topic, error, batch_id, ingested_at, progress)
+        self.statuses.landing(topic, batch_id=batch_id)
+        return note
+
+    def _set_aside(
+        self,
+        records: DataFrame,
+        topic: str,
+        error: Exception,
+        batch_id: int,
+        ingested_at: Column,
+        progress: _Progress,
+    ) -> str:
+        """Quarantine the topic's batch whole as LANDING_FAILED, or park it if that fails too.
+
+        The quarantine write uses the quarantine table's own app id and the batch id, as the
+        usual quarantine write of this topic and batch does: at most one of the two commits,
+        so a batch redone after a crash writes neither twice. Should the redo land what the
+        first run quarantined, `hub load replay` finds those rows in bronze and lands none
+        twice. Records already written to bronze before the failure are not quarantined.
+        """
+        reason = QuarantineReason.LANDING_FAILED
+        message = (
+            f"landing {bronze_table(TopicName(topic))} failed: {describe(error)}. Fix the "
+            f"cause, then run `hub load replay {topic}`"
+        )
+        if not progress.bronze_written:
+            try:
+                self._tables.append(
+                    quarantine_rows(records, reason, message).withColumn(
+                        "_hub_ingested_at", ingested_at
+                    ),
+                    quarantine_table(topic),
+                    app_id=f"{self._txn_app_id}:{quarantine_table(topic)}",
+                    version=batch_id,
+                    partitioned=False,
+                )
+                self.statuses.set_aside(
+                    topic,
+                    FeedState.QUARANTINING,
+                    batch_id=batch_id,
+                    reason_code=reason.value,
+                    message=message,
+                )
+                log.error("feed %s quarantined whole in batch %d: %s", topic, batch_id, message)
+                return f" (quarantined whole, {reason.value})"
+            except Exception as second:
+                if classify(second) is not FailureKind.FEED:
+                    raise
+                message += f"; quarantine failed too: {describe(second)}"
+        offsets = {
+            row["partition"]: (row["first"], row["last"])
+            for row in records.groupBy("partition")
+            .agg(F.min("offset").alias("first"), F.max("offset").alias("last"))
+            .collect()
+        }
+        self.statuses.set_aside(
+            topic,
+            FeedState.PARKED,
+            batch_id=batch_id,
+            reason_code=reason.value,
+            message=message,
+            offsets=offsets,
+        )
+        log.error(
+            "feed %s parked in batch %d, offsets %s wait in Kafka (`hub load reprocess %s` "
+            "lands them once fixed): %s",
+            topic,
+            batch_id,
+            offsets,
+            topic,
+            message,
+        )
+        return f" (parked, {reason.value})"
+
     def _land_topic(
         self,
         records: DataFrame,
@@ -154,6 +308,7 @@ class BronzeLoader:
         ingested_at: Column,
         merge: bool,
         verified: dict[tuple[str, SchemaId], int],
+        progress: _Progress,
     ) -> str:
         """Land one topic's records of a batch; returns a note for the batch's log line."""
         table = bronze_table(TopicName(topic))
@@ -189,9 +344,8 @@ class BronzeLoader:
                 note = f" (quarantined: {message})"
             else:
                 self._write(rows, table, batch_id, merge=merge)
-                state = self._tables.state(table)
-                if state is not None:
-                    self._comments.apply(table, reader, state)
+                progress.bronze_written = True
+                self._apply_comments(table, reader)
                 bad = self._undecodable_count(topic, decoded.decoders, verified)
                 if decoded.undecodable is not None and bad != 0:
                     quarantined.append(decoded.undecodable)
@@ -210,6 +364,17 @@ class BronzeLoader:
                     partitioned=False,
                 )
         return note
+
+    def _apply_comments(self, table: str, reader: str | None) -> None:
+        """Column comments are documentation: failing to set them never sets records aside."""
+        try:
+            state = self._tables.state(table)
+            if state is not None:
+                self._comments.apply(table, reader, state)
+        except Exception as error:
+            if classify(error) is not FailureKind.FEED:
+                raise
+            log.warning("could not set the column comments of %s: %s", table, describe(error))
 
     def _undecodable_check(self) -> Column:
         """Per record of a known (topic, writer): whether its payload fails to decode; else null."""

@@ -7,6 +7,12 @@ class LoaderError(LocalServiceFailed):
     """The loader cannot run as configured; the message says what to fix."""
 
 
+class AnalystAuthRequired(TerminalError):
+    """The Thrift server would serve every table to anyone who reaches a non-loopback address."""
+
+    code = ErrorCode.ANALYST_AUTH_REQUIRED
+
+
 class LoaderSourceNotFound(TerminalError):
     """What a loader command was asked to read does not exist or holds nothing."""
 
@@ -21,6 +27,13 @@ class RegistryUnavailable(TransientError):
     """The schema registry did not answer, or answered 5xx or 429; the client retries it."""
 
     code = ErrorCode.REGISTRY_UNAVAILABLE
+
+
+class MetastoreUnavailable(TransientError):
+    """The metastore (or the storage behind the tables) did not answer while landing a batch;
+    the batch is retried, and redone from the checkpoint if it lasts."""
+
+    code = ErrorCode.METASTORE_UNAVAILABLE
 
 
 class TableCommitConflict(TransientError):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from hub_core.naming import TopicName, bronze_table, value_subject
@@ -21,6 +21,7 @@ from hub_core.retries import Backoff, retry_transient
 from registry.types import SchemaId
 from spark_loaders.decode import decode_topic
 from spark_loaders.errors import LoaderSourceNotFound, TableCommitConflict
+from spark_loaders.isolation import FailureKind, classify, describe
 from spark_loaders.quarantine import as_kafka_records, quarantine_rows, quarantine_table
 from spark_loaders.reprocess import insert_missing
 from spark_loaders.schemas import RegistryClient
@@ -67,36 +68,20 @@ def replay(spark: SparkSession, settings: LoaderSettings, topic: str) -> ReplayR
         examined = sum(r["count"] for r in pairs)
         if not examined:
             return ReplayResult(topic, 0, 0, {})
-        registry = RegistryClient(settings.registry_url, api_key=settings.registry_key)
+        records = as_kafka_records(quarantined)
         try:
-            decoded = decode_topic(
-                as_kafka_records(quarantined),
-                subject=value_subject(TopicName(topic)),
-                schema_ids={SchemaId(r["_hub_schema_id"]) for r in pairs if r["_hub_schema_id"]},
-                unframed=any(r["_hub_schema_id"] is None for r in pairs),
-                registry=registry,
+            failures, landed_keys = _redrive(spark, settings, topic, records, pairs)
+        except Exception as error:
+            if classify(error) is not FailureKind.FEED:
+                raise
+            # The topic still cannot be landed: keep every record, with today's reason.
+            message = (
+                f"landing {table} failed: {describe(error)}. Fix the cause, then run "
+                f"`hub load replay {topic}`"
             )
-        finally:
-            registry.close()
-        tables = DeltaTables(spark)
-        failures = list(decoded.known_rejected)
-        landed_keys: DataFrame | None = None
-        if decoded.landed is not None:
-            now = F.current_timestamp()
-            rows = decoded.landed.withColumn("_hub_ingested_at", now).withColumn(
-                PARTITION_COLUMN, F.to_date(now)
-            )
-            refused = tables.evolve(table, rows.schema)
-            if refused:
-                assert decoded.decodable is not None
-                message = "; ".join(c.describe() for c in refused)
-                reason = QuarantineReason.TYPE_CHANGE_UNSUPPORTED
-                failures.append(quarantine_rows(decoded.decodable, reason, message))
-            else:
-                _retrying(lambda: _land(spark, tables, rows, table), what=table)
-                landed_keys = rows.select("_hub_partition", "_hub_offset")
-                if decoded.undecodable is not None:
-                    failures.append(decoded.undecodable)
+            log.warning("replay of %s: %s", topic, message)
+            failures = [quarantine_rows(records, QuarantineReason.LANDING_FAILED, message)]
+            landed_keys = None
         outcome = _outcome(failures, landed_keys)
         counts = Counter(
             {r["_hub_reason_code"]: r["count"] for r in _failure_counts(outcome).collect()}
@@ -109,6 +94,44 @@ def replay(spark: SparkSession, settings: LoaderSettings, topic: str) -> ReplayR
     result = ReplayResult(topic, examined, landed, dict(counts))
     log.info("%s", result.describe())
     return result
+
+
+def _redrive(
+    spark: SparkSession, settings: LoaderSettings, topic: str, records: DataFrame, pairs: list[Row]
+) -> tuple[list[DataFrame], DataFrame | None]:
+    """Decode quarantined records again and land what decodes: (still failing, landed keys)."""
+    table = bronze_table(TopicName(topic))
+    registry = RegistryClient(settings.registry_url, api_key=settings.registry_key)
+    try:
+        decoded = decode_topic(
+            records,
+            subject=value_subject(TopicName(topic)),
+            schema_ids={SchemaId(r["_hub_schema_id"]) for r in pairs if r["_hub_schema_id"]},
+            unframed=any(r["_hub_schema_id"] is None for r in pairs),
+            registry=registry,
+        )
+    finally:
+        registry.close()
+    tables = DeltaTables(spark)
+    failures = list(decoded.known_rejected)
+    landed_keys: DataFrame | None = None
+    if decoded.landed is not None:
+        now = F.current_timestamp()
+        rows = decoded.landed.withColumn("_hub_ingested_at", now).withColumn(
+            PARTITION_COLUMN, F.to_date(now)
+        )
+        refused = tables.evolve(table, rows.schema)
+        if refused:
+            assert decoded.decodable is not None
+            message = "; ".join(c.describe() for c in refused)
+            reason = QuarantineReason.TYPE_CHANGE_UNSUPPORTED
+            failures.append(quarantine_rows(decoded.decodable, reason, message))
+        else:
+            _retrying(lambda: _land(spark, tables, rows, table), what=table)
+            landed_keys = rows.select("_hub_partition", "_hub_offset")
+            if decoded.undecodable is not None:
+                failures.append(decoded.undecodable)
+    return failures, landed_keys
 
 
 def _land(spark: SparkSession, tables: DeltaTables, rows: DataFrame, table: str) -> None:

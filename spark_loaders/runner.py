@@ -15,10 +15,14 @@ from pyspark.sql.streaming import StreamingQuery
 
 from hub_kafka.settings import KafkaSettings
 from spark_loaders.bronze import BronzeLoader
+from spark_loaders.isolation import describe, stopped_on_dependency
 from spark_loaders.lifecycle import stop_between_batches
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
+
+# Pause before restarting a query that stopped because a dependency stayed away.
+RESTART_WAIT_S = 10.0
 
 StreamStarter = Callable[[SparkSession, LoaderSettings, KafkaSettings, bool], StreamingQuery]
 
@@ -45,15 +49,32 @@ def run_streams(
     """Run the queries until SIGTERM/SIGINT (or, with `available_now`, until caught up).
 
     `on_stop` is called as stopping begins, so that other work can wind down meanwhile.
+    A continuous query that failed because the registry or the metastore stayed away past its
+    retries is restarted from its checkpoint (its failed batch is redone, nothing is lost).
     Returns the queries, stopped; a query's `exception()` tells whether it failed.
     """
-    queries = [start(spark, settings, kafka, available_now) for start in (streams or STREAMS)]
+    starters = streams or STREAMS
+    queries = [start(spark, settings, kafka, available_now) for start in starters]
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():
         for stop_signal in (signal.SIGINT, signal.SIGTERM):
             signal.signal(stop_signal, lambda *_: stop.set())
     try:
-        while not stop.is_set() and all(q.isActive for q in queries):
+        while not stop.is_set():
+            for index, query in enumerate(queries):
+                if not query.isActive and _restartable(query, available_now):
+                    log.warning(
+                        "query %s stopped because a dependency is unavailable; restarting it "
+                        "from its checkpoint in %.0f s: %s",
+                        query.name,
+                        RESTART_WAIT_S,
+                        describe(query.exception()),  # type: ignore[arg-type]
+                    )
+                    if stop.wait(RESTART_WAIT_S):
+                        break
+                    queries[index] = starters[index](spark, settings, kafka, available_now)
+            if not all(q.isActive for q in queries):
+                break
             stop.wait(1.0)
     finally:
         log.info("stopping the loader after its current batch")
@@ -61,3 +82,8 @@ def run_streams(
             on_stop()
         stop_between_batches(*queries)
     return queries
+
+
+def _restartable(query: StreamingQuery, available_now: bool) -> bool:
+    failure = query.exception()
+    return not available_now and failure is not None and stopped_on_dependency(failure)

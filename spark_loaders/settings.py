@@ -99,6 +99,21 @@ class LoaderSettings(BaseSettings):
             "picked up by the running stream within this time."
         ),
     )
+    registry_retry_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description=(
+            "How long the loader retries a registry that does not answer (or answers 5xx or "
+            "429) before the batch fails and is redone from the checkpoint."
+        ),
+    )
+    fail_on_data_loss: bool = Field(
+        default=False,
+        description=(
+            "Stop the bronze query when Kafka no longer holds records it has not landed (a "
+            "deleted topic, retention passing a stopped loader); by default it logs and goes on."
+        ),
+    )
     starting_offsets: str = Field(
         default="earliest",
         description="Where a new checkpoint starts reading: `earliest` or `latest`.",

@@ -12,3 +12,17 @@ class QuarantineReason(StrEnum):
     SCHEMA_UNRESOLVABLE = "SCHEMA_UNRESOLVABLE"
     PAYLOAD_UNDECODABLE = "PAYLOAD_UNDECODABLE"
     TYPE_CHANGE_UNSUPPORTED = "TYPE_CHANGE_UNSUPPORTED"
+    # Landing the topic's batch failed for a reason no retry fixes: all its records of the batch.
+    LANDING_FAILED = "LANDING_FAILED"
+
+
+@unique
+class FeedState(StrEnum):
+    """Where a topic stands in the bronze loader (`hub load status`)."""
+
+    # Its records land in bronze (rejected ones in quarantine, with their own reasons).
+    LANDING = "landing"
+    # Its last batch could not be landed and went whole to `quarantine.<topic>`.
+    QUARANTINING = "quarantining"
+    # Not even quarantine could take its last batch: those offsets wait in Kafka.
+    PARKED = "parked"

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import types as sa
 
 from hub_core.errors import TerminalError
+from registry.schema_rules import SPARK_MAX_DECIMAL_PRECISION
 
 _AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -43,8 +44,10 @@ def avro_type(column_type: sa.TypeEngine[Any]) -> Any:
         return "double"
     if isinstance(column_type, sa.Numeric):
         precision, scale = column_type.precision, column_type.scale
-        if precision is None:
-            return "string"  # unbounded NUMERIC has no Avro decimal; text keeps every digit
+        if precision is None or precision > SPARK_MAX_DECIMAL_PRECISION or (scale or 0) > precision:
+            # Unbounded NUMERIC has no Avro decimal, and one wider than Spark's (or with more
+            # places than digits) cannot land: text keeps every digit.
+            return "string"
         return {
             "type": "bytes",
             "logicalType": "decimal",

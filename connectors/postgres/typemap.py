@@ -7,7 +7,9 @@ is unambiguous and lossless.
 
 Decisions worth knowing:
 - numeric(p,s) becomes an Avro decimal; unconstrained `numeric` becomes a string, because Avro
-  decimals need a fixed scale and a wrong guess would round values.
+  decimals need a fixed scale and a wrong guess would round values. So does numeric(p,s) with
+  p over 38 (Spark's widest decimal, which the registry holds feeds to) or s over p: its exact
+  text lands, where a decimal could not.
 - Enums become strings (`hub.pg.type` names the enum): adding a label to a PostgreSQL enum is
   routine, while adding a symbol to an Avro enum breaks readers with older schemas.
 - json/jsonb become strings marked `connect.name: io.debezium.data.Json`, as Debezium does.
@@ -19,6 +21,8 @@ import base64
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from registry.schema_rules import SPARK_MAX_DECIMAL_PRECISION
 
 # A converter turns a column's text into the value the Avro encoder takes.
 Converter = Callable[[str], Any]
@@ -205,6 +209,14 @@ def _numeric(type_modifier: int) -> ColumnType:
             avro="string", convert=_text, doc=UNCONSTRAINED_NUMERIC_DOC, pg_type="numeric"
         )
     precision, scale = bounds
+    if precision > SPARK_MAX_DECIMAL_PRECISION or scale > precision:
+        return ColumnType(
+            avro="string",
+            convert=_text,
+            doc=f"PostgreSQL numeric({precision},{scale}), wider than a Spark decimal (at most "
+            f"{SPARK_MAX_DECIMAL_PRECISION} digits): carried as its exact decimal text.",
+            pg_type=f"numeric({precision},{scale})",
+        )
     return ColumnType(
         avro={"type": "bytes", "logicalType": "decimal", "precision": precision, "scale": scale},
         convert=_text,

@@ -17,6 +17,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from spark_loaders.comments import set_table_comment
 from spark_loaders.errors import LoaderError
+from spark_loaders.isolation import FailureKind, classify, describe
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.changes import (
     _DROP,
@@ -208,11 +209,22 @@ def start_silver(
     running: dict[str, StreamingQuery],
     available_now: bool = False,
 ) -> list[StreamingQuery]:
-    """Start a silver stream for each changelog bronze table not yet followed in `running`."""
+    """Start a silver stream for each changelog bronze table not yet followed in `running`.
+
+    Each table has a stream of its own, so one table's failure stops only that stream; it is
+    logged and restarted from its checkpoint at the next pass, and the others go on.
+    """
     started: list[StreamingQuery] = []
     for spec in discover(spark, settings):
-        if spec.bronze_table in running and running[spec.bronze_table].isActive:
+        previous = running.get(spec.bronze_table)
+        if previous is not None and previous.isActive:
             continue
+        if previous is not None and previous.exception() is not None:
+            log.error(
+                "silver stream for %s stopped on %s; restarting it from its checkpoint",
+                spec.bronze_table,
+                describe(previous.exception()),  # type: ignore[arg-type]
+            )
         loader = SilverLoader(spark, spec, checkpoint_dir=str(settings.checkpoint_dir))
         try:
             query = loader.start(
@@ -221,6 +233,11 @@ def start_silver(
         except LoaderError as exc:
             # One table's problem does not hold up the others.
             log.error("silver for %s not started: %s", spec.bronze_table, exc.message)
+            continue
+        except Exception as exc:
+            if classify(exc) is not FailureKind.FEED:
+                raise
+            log.error("silver for %s not started: %s", spec.bronze_table, describe(exc))
             continue
         running[spec.bronze_table] = query
         started.append(query)

@@ -2,7 +2,8 @@
 
 The loader here is this test session's own streaming query (`BronzeLoader` on the `spark`
 fixture); the analysts' side runs as separate processes, `hub analyst serve` and `hub sql`, on
-the same metastore server: the setup the hub's users run.
+the same metastore server: the setup the hub's users run. The Thrift server checks logins with
+the session's API (HUB_ANALYST_AUTH=hub-keys, the default): the password is a hub API key.
 """
 
 import os
@@ -20,6 +21,7 @@ import pytest
 from impala.dbapi import connect
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
+from thrift.transport.TTransport import TTransportException
 
 from hub_cli import demo
 from hub_core.naming import TopicName, bronze_table
@@ -101,15 +103,25 @@ def _analyst_env(settings: LoaderSettings) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def analyst_server(landing: Landing, tmp_path: Path) -> Iterator[int]:
-    """`hub analyst serve` on a free port, in its own process; yields the port."""
+@dataclass
+class AnalystServer:
+    """A running `hub analyst serve`: its port and its log (stdout and stderr)."""
+
+    port: int
+    log_path: Path
+
+
+@pytest.fixture(scope="module")
+def analyst_server(
+    landing: Landing, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AnalystServer]:
+    """`hub analyst serve` on a free port, in its own process, checking keys with the API."""
     port = free_port()
-    log_path = tmp_path / "serve.log"
+    log_path = tmp_path_factory.mktemp("analyst-server") / "serve.log"
     with log_path.open("wb") as log_file:
         server = subprocess.Popen(
             [sys.executable, "-m", "hub_cli.main", "analyst", "serve", "--port", str(port)],
-            env=_analyst_env(landing.settings),
+            env={**_analyst_env(landing.settings), "HUB_ANALYST_API_URL": landing.api_url},
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -121,7 +133,7 @@ def analyst_server(landing: Landing, tmp_path: Path) -> Iterator[int]:
             what=f"`hub analyst serve` to accept connections (log: {log_path})",
         )
         assert server.poll() is None, log_path.read_text()[-3000:]
-        yield port
+        yield AnalystServer(port, log_path)
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -143,9 +155,10 @@ def _wait_for_rows(spark: SparkSession, table: str, count: int) -> None:
     assert live_count(spark, table) == count
 
 
-def _thrift_rows(port: int, statement: str) -> list[tuple[Any, ...]]:
+def _thrift_rows(port: int, statement: str, *, key: str) -> list[tuple[Any, ...]]:
+    """Run `statement` as a client would, logging in with the API key `key` as the password."""
     connection = connect(
-        host="127.0.0.1", port=port, auth_mechanism="PLAIN", user="analyst", password="-"
+        host="127.0.0.1", port=port, auth_mechanism="PLAIN", user=TEAM, password=key
     )
     try:
         cursor = connection.cursor()
@@ -159,28 +172,29 @@ def _thrift_rows(port: int, statement: str) -> list[tuple[Any, ...]]:
         connection.close()
 
 
-def _thrift_count(port: int, table: str) -> int:
-    tables = {row[1] for row in _thrift_rows(port, "SHOW TABLES IN bronze")}
+def _thrift_count(port: int, table: str, *, key: str) -> int:
+    tables = {row[1] for row in _thrift_rows(port, "SHOW TABLES IN bronze", key=key)}
     if table.split(".", 1)[1] not in tables:
         return 0
-    return int(_thrift_rows(port, f"SELECT count(*) FROM {table}")[0][0])
+    return int(_thrift_rows(port, f"SELECT count(*) FROM {table}", key=key)[0][0])
 
 
 def test_the_thrift_server_returns_the_rows_the_running_loader_lands(
-    landing: Landing, analyst_server: int, spark: SparkSession
+    landing: Landing, analyst_server: AnalystServer, spark: SparkSession
 ) -> None:
     before = live_count(spark, landing.table)
     sent = landing.publish_views(40)
     _wait_for_rows(spark, landing.table, before + 40)
-    assert _thrift_count(analyst_server, landing.table) == before + 40
+    assert _thrift_count(analyst_server.port, landing.table, key=landing.key) == before + 40
     # The server has read the table; the loader writes on, and each statement is answered
     # from the newest version the loader committed.
     sent += landing.publish_views(25)
     _wait_for_rows(spark, landing.table, before + 65)
 
     rows = _thrift_rows(
-        analyst_server,
+        analyst_server.port,
         f"SELECT view_id, user_id, url, device, duration_ms FROM {landing.table}",
+        key=landing.key,
     )
 
     assert landing.query.isActive, "the loader stopped while the analysts queried"
@@ -189,6 +203,54 @@ def test_the_thrift_server_returns_the_rows_the_running_loader_lands(
     assert {v["view_id"]: landed.get(v["view_id"]) for v in sent} == {
         v["view_id"]: (v["user_id"], v["url"], v["device"], v["duration_ms"]) for v in sent
     }
+
+
+def test_a_key_of_any_team_logs_in_and_reads_every_table(
+    landing: Landing,
+    analyst_server: AnalystServer,
+    team_key: Callable[[str], str],
+    spark: SparkSession,
+) -> None:
+    before = live_count(spark, landing.table)
+    landing.publish_views(3)
+    _wait_for_rows(spark, landing.table, before + 3)
+
+    # Tables are the organization's shared read surface: not only the owner team reads them.
+    count = _thrift_count(analyst_server.port, landing.table, key=team_key("marketing"))
+
+    assert count == before + 3
+
+
+@pytest.mark.parametrize(
+    "password",
+    ["hub_000000000000_not-a-key-the-hub-made", "", "anything"],
+    ids=["unknown-key", "no-key", "not-a-key"],
+)
+def test_a_login_without_a_valid_api_key_is_refused(
+    analyst_server: AnalystServer, password: str
+) -> None:
+    # The server answers the SASL exchange with a refusal (it does not just drop the connection).
+    with pytest.raises(TTransportException, match="Error validating the login"):
+        _thrift_rows(analyst_server.port, "SELECT 1", key=password)
+
+
+def test_the_server_log_never_holds_the_keys_of_logins(
+    landing: Landing, analyst_server: AnalystServer
+) -> None:
+    refused = "hub_0123456789ab_a-secret-that-was-never-issued"
+    with pytest.raises(TTransportException, match="Error validating the login"):
+        _thrift_rows(analyst_server.port, "SELECT 1", key=refused)
+    assert _thrift_rows(analyst_server.port, "SELECT 1", key=landing.key) == [(1,)]
+
+    log_text = analyst_server.log_path.read_text()
+
+    # The log says who logged in, by user and key id, and which login was refused.
+    key_id = landing.key.split("_")[1]
+    assert f"user '{TEAM}' logged in with key {key_id} (team {TEAM})" in log_text
+    assert f"refused a login of user '{TEAM}': the hub API does not accept the key" in log_text
+    for key in (landing.key, refused):
+        secret = key.split("_", 2)[2]
+        assert secret not in log_text
 
 
 def test_hub_sql_reads_a_table_while_the_loader_keeps_landing(

@@ -170,7 +170,8 @@ def test_status_pause_resume_restart_and_offsets_of_a_running_connector(
 
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=60) == 0
-    assert _state(api_url, name) == "UNASSIGNED"
+    # What a worker reports reaches the API's cache of the status topic a moment later.
+    wait_until(lambda: _state(api_url, name) == "UNASSIGNED", timeout_s=30, what="UNASSIGNED")
     logs = log_path.read_text()
     assert SECRET_DIR not in logs
     assert SECRET_DIR not in httpx.get(f"{api_url}/v1/connectors/{name}").text
@@ -189,6 +190,7 @@ def test_an_unknown_connector_is_a_coded_404(api_url: str, admin_key: str) -> No
 
 def test_a_killed_connector_is_reported_unassigned_after_missed_heartbeats(
     api_url: str,
+    admin_key: str,
     connector: tuple[str, subprocess.Popen[bytes], Path],
 ) -> None:
     name, process, _log_path = connector
@@ -196,6 +198,81 @@ def test_a_killed_connector_is_reported_unassigned_after_missed_heartbeats(
     process.kill()
     process.wait(timeout=30)
     wait_until(lambda: _state(api_url, name) == "UNASSIGNED", timeout_s=60, what="UNASSIGNED")
-    [task] = _status(api_url, name)["tasks"]
+    [task] = httpx.get(
+        f"{api_url}/v1/connectors/{name}/status", headers=bearer(admin_key), timeout=30
+    ).json()["tasks"]
     assert task["state"] == "UNASSIGNED"
     assert "no status from worker" in task["trace"]
+
+
+def _state_consumers(api_url: str) -> float:
+    """The API's count of Kafka consumers built to read connector state (from /metrics)."""
+    for line in httpx.get(f"{api_url}/metrics", timeout=30).text.splitlines():
+        if line.startswith("hub_connector_state_consumers "):
+            return float(line.split()[1])
+    raise AssertionError("hub_connector_state_consumers is not in /metrics")
+
+
+def test_connector_reads_come_from_the_cache_and_a_pause_is_read_back_at_once(
+    api_url: str,
+    team_key: Callable[[str], str],
+    connector: tuple[str, subprocess.Popen[bytes], Path],
+) -> None:
+    name, _process, _log_path = connector
+    owner = bearer(team_key("apps"))
+    wait_until(lambda: _state(api_url, name) == "RUNNING", timeout_s=60, what="RUNNING")
+    before = _state_consumers(api_url)
+
+    for _ in range(10):
+        assert name in httpx.get(f"{api_url}/v1/connectors", timeout=30).json()
+        assert _status(api_url, name)["connector"]["state"] == "RUNNING"
+        assert _offsets(api_url, name) is not None
+    paused = httpx.put(f"{api_url}/v1/connectors/{name}/pause", headers=owner, timeout=30)
+    after_pause = httpx.get(f"{api_url}/v1/connectors/{name}", timeout=30).json()
+    resumed = httpx.put(f"{api_url}/v1/connectors/{name}/resume", headers=owner, timeout=30)
+    after_resume = httpx.get(f"{api_url}/v1/connectors/{name}", timeout=30).json()
+
+    assert before >= 1  # the one reader of this API worker
+    assert _state_consumers(api_url) == before  # thirty reads, no new consumer
+    assert paused.status_code == 202
+    assert after_pause["target_state"] == "PAUSED"  # no wait: the write is read back
+    assert resumed.status_code == 202
+    assert after_resume["target_state"] == "STARTED"
+
+
+def test_failure_traces_are_shown_to_the_owner_team_and_admins_only(
+    api_url: str,
+    admin_key: str,
+    team_key: Callable[[str], str],
+    connector: tuple[str, subprocess.Popen[bytes], Path],
+    source_table: tuple[str, Table],
+) -> None:
+    name, _process, _log_path = connector
+    folder, _table = source_table
+    owner, stranger = bearer(team_key("apps")), bearer(team_key("strangers"))
+    url = f"{api_url}/v1/connectors/{name}/status"
+    wait_until(lambda: _state(api_url, name) == "RUNNING", timeout_s=60, what="RUNNING")
+    engine = create_engine(f"sqlite:///{folder}/app.db")
+    with engine.begin() as conn:  # the source table goes away: the task fails or retries
+        conn.exec_driver_sql("ALTER TABLE events RENAME TO gone")
+    engine.dispose()
+    wait_until(
+        lambda: "trace" in httpx.get(url, headers=owner, timeout=30).json()["tasks"][0],
+        timeout_s=60,
+        what="a trace",
+    )
+
+    [owners_task] = httpx.get(url, headers=owner, timeout=30).json()["tasks"]
+    [admins_task] = httpx.get(url, headers=bearer(admin_key), timeout=30).json()["tasks"]
+    strangers = httpx.get(url, headers=stranger, timeout=30).json()
+    anonymous = httpx.get(url, timeout=30).json()
+
+    assert "events" in owners_task["trace"]
+    assert "trace" in admins_task
+    for answer in (strangers, anonymous):
+        [task] = answer["tasks"]
+        assert "trace" not in task
+        assert "last_error" not in task.get("retry", {})
+        assert task["state"] == owners_task["state"]
+        assert "apps" in task["message"]
+        assert "events" not in str(answer)

@@ -161,6 +161,47 @@ def test_a_feed_whose_schema_is_refused_leaves_no_topics_behind_and_can_be_retri
     assert _versions(api_url, subject) == [1, 2]
 
 
+def _lookalikes() -> tuple[str, str]:
+    """Two topics that differ only in '.' and '_', so both name the table `x_t<id>_orders`."""
+    suffix = uuid.uuid4().hex[:10]
+    return f"x_t{suffix}.orders", f"x.t{suffix}_orders"
+
+
+def test_a_feed_that_would_land_in_another_teams_tables_gets_409_naming_that_feed(
+    api_url: str, owner_key: str, other_key: str, admin: TopicAdmin
+) -> None:
+    first, lookalike = _lookalikes()
+    create_feed(api_url, owner_key, topic=first, schema=ORDER, owner=OWNER)
+
+    response = _post_feed(api_url, other_key, lookalike, OTHER, ORDER_V2)
+
+    assert response.status_code == 409, response.text
+    assert response.json()["error_code"] == 40924
+    message = response.json()["message"]
+    assert f"'{first}'" in message and OWNER in message
+    assert f"bronze.{first.replace('.', '_')}" in message
+    assert httpx.get(f"{api_url}/v1/feeds/{lookalike}").status_code == 404
+    assert httpx.get(f"{api_url}/subjects/{lookalike}-value/versions").status_code == 404
+    assert not admin.exists(lookalike) and not admin.exists(f"{lookalike}.dlq")
+    assert httpx.get(f"{api_url}/v1/feeds/{first}").json()["owner"] == OWNER
+
+
+def test_a_topic_that_differs_from_a_kafka_topic_only_in_dots_and_underscores_is_refused(
+    api_url: str, owner_key: str, admin: TopicAdmin
+) -> None:
+    outside, lookalike = _lookalikes()
+    assert admin.create(outside, partitions=1, config={})
+
+    response = _post_feed(api_url, owner_key, lookalike, OWNER, ORDER)
+
+    assert response.status_code == 409, response.text
+    assert response.json()["error_code"] == 40924
+    assert f"'{outside}'" in response.json()["message"]
+    assert httpx.get(f"{api_url}/v1/feeds/{lookalike}").status_code == 404
+    assert httpx.get(f"{api_url}/subjects/{lookalike}-value/versions").status_code == 404
+    assert admin.exists(outside)  # left as it was
+
+
 # --- registry subjects: who may write them -------------------------------------------------
 
 REGISTRY_TYPE = "application/vnd.schemaregistry.v1+json"

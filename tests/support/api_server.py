@@ -5,9 +5,10 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -22,15 +23,25 @@ from tests.support.waiting import wait_until
 
 @contextmanager
 def serve_api(
-    *, database_url: str, bootstrap_servers: str, delivery_timeout_ms: int = 15_000
+    *,
+    database_url: str,
+    bootstrap_servers: str,
+    delivery_timeout_ms: int = 15_000,
+    api: Mapping[str, Any] | None = None,
+    kafka: Mapping[str, Any] | None = None,
 ) -> Iterator[str]:
-    """Migrate `database_url`, serve the API on a free port, and yield its base URL."""
+    """Migrate `database_url`, serve the API on a free port, and yield its base URL; `api` and
+    `kafka` are more `ApiSettings` and `KafkaSettings` fields (limits, quotas, queue bounds)."""
     migrate.upgrade(database_url)
     port = free_port()
     app = create_app(
-        ApiSettings(port=port),
+        ApiSettings(port=port, **(api or {})),
         RegistrySettings(database_url=database_url),
-        KafkaSettings(bootstrap_servers=bootstrap_servers, delivery_timeout_ms=delivery_timeout_ms),
+        KafkaSettings(
+            bootstrap_servers=bootstrap_servers,
+            delivery_timeout_ms=delivery_timeout_ms,
+            **(kafka or {}),
+        ),
     )
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", log_config=None)

@@ -95,3 +95,25 @@ def test_every_command_the_pods_run_exists_in_the_hub_cli() -> None:
             assert sub is not None, f"`{' '.join(args)}`: no command {word!r}"
             command = sub
         assert not isinstance(command, TyperGroup), f"`{' '.join(args)}` names a group"
+
+
+def test_the_thrift_server_is_deployed_with_hub_key_logins_and_the_apis_url() -> None:
+    template = (CHART / "templates" / "analyst.yaml").read_text()
+    analyst = _values()["analyst"]
+
+    assert analyst["auth"] == "hub-keys"
+    assert analyst["env"]["HUB_ANALYST_HOST"] == "0.0.0.0"
+    assert "name: HUB_ANALYST_API_URL" in template
+    # The forced setting comes after every map of variables, so none of them can override it.
+    forced = template.index('- name: HUB_ANALYST_AUTH\n              value: "hub-keys"')
+    assert forced > template.rindex('include "hub.componentEnv"')
+
+
+def test_the_chart_fails_rather_than_render_a_thrift_server_without_authentication() -> None:
+    template = (CHART / "templates" / "analyst.yaml").read_text()
+
+    guard = re.search(r'\{\{- if ne \(toString \$auth\) "hub-keys" \}\}\s*\{\{- fail ', template)
+    assert guard is not None, "analyst.yaml lost its `fail` on an unauthenticated Thrift server"
+    # Every place HUB_ANALYST_AUTH can be set feeds the guard: analyst.auth and the env maps.
+    assert "$auth := .Values.analyst.auth" in template
+    assert "list .Values.env .Values.analyst.env .Values.loader.env" in template

@@ -60,6 +60,18 @@ def test_a_topic_is_taken_once(feeds: FeedStore) -> None:
     assert feeds.get(topic="sales.orders").owner == SALES
 
 
+def test_a_feed_is_found_by_its_table_name_whatever_mix_of_dots_and_underscores_names_it(
+    feeds: FeedStore,
+) -> None:
+    feeds.register(feed=_feed("sales_eu.orders"))
+
+    found = feeds.find_by_table(table_suffix="sales_eu_orders")
+
+    assert found is not None and found.topic == "sales_eu.orders"
+    assert feeds.find_by_table(table_suffix="sales_eu_order") is None
+    assert feeds.find_by_table(table_suffix="sales.eu_orders") is None  # a table name has no dot
+
+
 def test_a_feed_of_a_team_that_does_not_exist_is_refused(feeds: FeedStore) -> None:
     with pytest.raises(TeamNotFound) as missing:
         feeds.register(feed=_feed("ads.views", owner=TeamName("ads")))

@@ -106,6 +106,17 @@ def test_unconstrained_numeric_says_why_it_is_a_string() -> None:
     assert numeric_precision_scale(_numeric_modifier(38, 0)) == (38, 0)
 
 
+def test_a_numeric_wider_than_a_spark_decimal_is_carried_as_exact_text() -> None:
+    mapped = column_type(1700, _numeric_modifier(40, 18))
+    assert mapped.avro == "string"  # a decimal(40, 18) feed schema would be refused (42201)
+    assert "38" in (mapped.doc or "") and mapped.pg_type == "numeric(40,18)"
+    digits = "1234567890123456789012.345678901234567890"
+    assert mapped.convert(digits) == digits
+    assert column_type(1700, _numeric_modifier(38, 18)).avro == {
+        "type": "bytes", "logicalType": "decimal", "precision": 38, "scale": 18,
+    }  # fmt: skip
+
+
 def _lookup(types: dict[int, PgType]) -> Any:
     return types.__getitem__
 

@@ -142,5 +142,9 @@ def test_the_analyst_server_gets_the_metastore_but_no_key_nor_database_url() -> 
         assert absent not in env
 
 
+def test_the_analyst_server_checks_logins_with_the_local_api() -> None:
+    assert _env("analyst server")["HUB_ANALYST_API_URL"] == "http://127.0.0.1:8080"
+
+
 def test_every_child_of_hub_up_has_a_secrets_list() -> None:
     assert set(CHILD_SECRETS) == {"API server", "loader", "analyst server"}

@@ -1,5 +1,6 @@
 """What Kafka cannot hold is refused per record before it is produced; the batch goes on."""
 
+import time
 from typing import Any
 
 import pytest
@@ -27,6 +28,22 @@ def test_a_record_timestamp_outside_kafkas_range_is_refused_and_the_others_publi
     codes = [r.error_code for r in outcome.results]
     assert codes == [None, ErrorCode.INVALID_RECORD, None]
     assert outcome.results[1].path == "$.timestamp"
+    assert len(producer.on("plant.readings")) == 2
+
+
+@pytest.mark.parametrize("timestamp", [253402300799999, "9999-12-31T23:59:59Z"])
+def test_a_record_timestamp_far_in_the_future_is_refused_alone_before_kafka_sees_it(
+    publisher: Publisher, readings: Feed, producer: FakeProducer, timestamp: Any
+) -> None:
+    # A Kafka 4 broker refuses it for the whole produce batch it travels in.
+    soon = int(time.time() * 1000) + 60_000
+    outcome = publisher.publish(
+        readings, [_reading(1, timestamp=soon), _reading(2, timestamp=timestamp), _reading(3)]
+    )
+
+    assert [r.error_code for r in outcome.results] == [None, ErrorCode.INVALID_RECORD, None]
+    assert outcome.results[1].path == "$.timestamp"
+    assert "ahead of the hub's clock" in (outcome.results[1].message or "")
     assert len(producer.on("plant.readings")) == 2
 
 

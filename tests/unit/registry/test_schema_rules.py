@@ -1,6 +1,7 @@
 """What the registry refuses in a schema it accepts: names every stage can carry, unions the
-specification allows, no recursion under a topic's subject, and bounded sizes (42201, with the
-path and the rule in the message)."""
+specification allows, decimals as the specification defines them, no recursion and no decimal
+wider than Spark's under a topic's subject, and bounded sizes (42201, with the path and the rule
+in the message)."""
 
 import json
 from typing import Any
@@ -13,7 +14,7 @@ from registry.avro import parse
 from registry.compatibility import check
 from registry.errors import InvalidSchema
 from registry.schema_rules import SchemaLimits, check_subject
-from registry.types import CompatibilityMode
+from registry.types import CompatibilityMode, SchemaReference, Subject, Version
 
 pytestmark = pytest.mark.unit
 
@@ -65,6 +66,15 @@ def test_enum_symbols_outside_the_avro_name_rule_are_refused() -> None:
     enum = {"type": "enum", "name": "Status", "symbols": ["OPEN", "IN PROGRESS"]}
     message = refused(record(("status", enum)))
     assert "$.fields[0].type.symbols[1]" in message and "enum symbol" in message
+
+
+def test_names_over_255_characters_are_refused_and_255_are_accepted() -> None:
+    long = "n" * 256
+    assert "at most 255" in refused(record(("id", "long"), (long, "string")))
+    assert "$.name" in refused(record(("id", "long"), name=f"shop.{long}"))
+    enum = {"type": "enum", "name": "Status", "symbols": ["OPEN", long]}
+    assert "$.fields[0].type.symbols[1]" in refused(record(("status", enum)))
+    parse(json.dumps(record(("n" * 255, "string"))), limits=LIMITS)
 
 
 def test_valid_names_and_namespaces_are_accepted() -> None:
@@ -262,3 +272,99 @@ def test_the_parse_cache_keeps_at_most_its_bytes_evicting_the_least_recently_use
     get("b")
     get("c")
     assert loads == ["a", "b", "c", "huge", "d", "c"]
+
+
+# --- decimals -----------------------------------------------------------------------------------
+
+
+def decimal(precision: Any = 10, scale: Any = 2, **extra: Any) -> dict[str, Any]:
+    """A `bytes` decimal, or with `type`/`name`/`size` in `extra` a `fixed` one."""
+    schema = {"type": "bytes", "logicalType": "decimal", "precision": precision, "scale": scale}
+    schema.update(extra)
+    return {k: v for k, v in schema.items() if v is not None}
+
+
+@pytest.mark.parametrize("kind", ["bytes", "fixed"])
+@pytest.mark.parametrize("subject", ["shop.orders-value", "shop.orders-key"])
+def test_a_decimal_wider_than_sparks_38_digits_is_refused_under_a_topics_subjects(
+    kind: str, subject: str
+) -> None:
+    wide = decimal(
+        40, 18, **({"type": "fixed", "name": "Wide", "size": 17} if kind == "fixed" else {})
+    )
+    parsed = parse(json.dumps(record(("id", "long"), ("amount", ["null", wide]))), limits=LIMITS)
+    with pytest.raises(InvalidSchema) as caught:
+        check_subject(parsed.resolved, subject)
+    assert int(caught.value.code) == 42201
+    message = caught.value.message
+    assert message.startswith("Invalid schema at $.fields[1].type[1]:")
+    assert "precision 40" in message and "38" in message and "Spark" in message
+
+
+def test_a_decimal_of_38_digits_is_accepted_under_a_topics_subject() -> None:
+    widest = record(("amount", decimal(38, 18)), ("rate", decimal(38, 0)))
+    check_subject(parse(json.dumps(widest), limits=LIMITS).resolved, "shop.orders-value")
+
+
+def test_a_wide_decimal_is_accepted_under_other_subjects_but_not_where_a_topic_uses_it() -> None:
+    money = {**decimal(40, 2), "type": "fixed", "name": "Money", "namespace": "shop", "size": 17}
+    shared = parse(json.dumps(money), limits=LIMITS)
+    check_subject(shared.resolved, "shop.types.Money")
+    # A topic's schema gets the type inlined from its reference, and so is checked with it.
+    order = parse(
+        json.dumps(record(("total", "shop.Money"))),
+        references=[
+            (SchemaReference("shop.Money", Subject("shop.types.Money"), Version(1)), shared)
+        ],
+        limits=LIMITS,
+    )
+    with pytest.raises(InvalidSchema, match="precision 40"):
+        check_subject(order.resolved, "shop.orders-value")
+
+
+@pytest.mark.parametrize(
+    ("schema", "path", "words"),
+    [
+        (decimal(0, 0), "$.fields[0].type.precision", "at least 1"),
+        (decimal(None, None), "$.fields[0].type.precision", "has none"),
+        (decimal("10"), "$.fields[0].type.precision", "'10'"),
+        (decimal(True, 0), "$.fields[0].type.precision", "True"),
+        (decimal(4, 6), "$.fields[0].type.scale", "from 0 to its precision (4)"),
+        (decimal(4, -1), "$.fields[0].type.scale", "not -1"),
+        (
+            decimal(10, 2, type="fixed", name="Small", size=4),
+            "$.fields[0].type",
+            "fixed of 4 bytes holds a decimal of at most 9 digits",
+        ),
+    ],
+    ids=["zero", "missing", "text", "bool", "scale-over", "negative-scale", "fixed-small"],
+)
+def test_decimals_outside_the_avro_specification_are_refused_under_every_subject(
+    schema: dict[str, Any], path: str, words: str
+) -> None:
+    message = refused(record(("amount", schema)))
+    assert message.startswith(f"Invalid schema at {path}:")
+    assert words in message and "Avro specification" in message
+
+
+def test_a_fixed_decimal_refusal_names_the_size_that_holds_the_precision() -> None:
+    message = refused(record(("amount", decimal(10, 2, type="fixed", name="Small", size=4))))
+    assert "Make it 5 bytes" in message
+    parse(
+        json.dumps(record(("amount", decimal(10, 2, type="fixed", name="Small", size=5)))),
+        limits=LIMITS,
+    )
+
+
+@pytest.mark.parametrize(
+    ("schema", "path"),
+    [
+        (decimal(10**400), "$.fields[0].type.precision"),
+        (decimal(10, 2, type="fixed", name="Huge", size=10**400), "$.fields[0].type.size"),
+    ],
+    ids=["precision", "size"],
+)
+def test_decimal_numbers_beyond_avro_javas_ints_are_refused_not_failed_on(
+    schema: dict[str, Any], path: str
+) -> None:
+    assert refused(record(("amount", schema))).startswith(f"Invalid schema at {path}:")

@@ -25,8 +25,10 @@ def test_the_loader_and_hub_sql_sessions_do_not_substitute_variables(tmp_path: P
 
 
 def test_the_thrift_server_session_does_not_substitute_variables(tmp_path: Path) -> None:
-    extra = thrift_conf(AnalystSettings())
-    conf = session_conf(_settings(tmp_path), jars=[], extra_conf=extra)
+    settings = _settings(tmp_path).model_copy(update={"jars_dir": tmp_path})
+    (tmp_path / "hub-thrift-auth-0.1.0.jar").touch()
+    extra = thrift_conf(AnalystSettings(), settings)
+    conf = session_conf(settings, jars=[], extra_conf=extra)
 
     assert extra[SUBSTITUTE] == "false" and conf[SUBSTITUTE] == "false"
     assert extra["spark.hadoop.hive.variable.substitute"] == "false"

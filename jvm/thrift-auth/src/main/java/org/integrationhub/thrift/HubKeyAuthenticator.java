@@ -1,0 +1,186 @@
+package org.integrationhub.thrift;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.security.sasl.AuthenticationException;
+import org.apache.hive.service.auth.PasswdAuthenticationProvider;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Lets a HiveServer2 login in when its password is a valid hub API key.
+ *
+ * <p>The Thrift server runs with {@code hive.server2.authentication=CUSTOM} and this class as
+ * {@code hive.server2.custom.authentication.class}. The user name is free (it only names the
+ * session); the key says who connects. The key is checked by the hub API ({@code GET
+ * /v1/whoami}), so revoking a key there locks it out here too, within the cache time.
+ *
+ * <p>Why the settings are Java system properties: HiveServer2's {@code
+ * CustomAuthenticationProviderImpl} builds a fresh {@code new HiveConf()} and a new instance of
+ * this class for every login. That HiveConf sees hive-site.xml and system properties, not the
+ * Spark session's {@code spark.hadoop.*} settings, so {@code spark_loaders/analyst.py} sets the
+ * class name and these properties on the driver JVM before the server starts. For the same
+ * reason the cache and the HTTP client are static: an instance lives for one login only.
+ *
+ * <p>The key never reaches a log line or an error message; the cache keeps only its SHA-256.
+ */
+public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
+
+  /** Base URL of the hub API, e.g. {@code http://127.0.0.1:8080}. */
+  public static final String API_URL_PROPERTY = "hub.analyst.api.url";
+
+  /** How long one key check may take, in milliseconds. */
+  public static final String TIMEOUT_PROPERTY = "hub.analyst.auth.timeout.ms";
+
+  /** How long a verified key is trusted without asking the API again, in seconds. */
+  public static final String CACHE_PROPERTY = "hub.analyst.auth.cache.seconds";
+
+  private static final Logger LOG = LoggerFactory.getLogger(HubKeyAuthenticator.class);
+  private static final int MAX_CACHED_KEYS = 10_000;
+  private static final Pattern KEY_ID = Pattern.compile("\"key_id\"\\s*:\\s*\"([^\"]{1,64})\"");
+  private static final Pattern TEAM = Pattern.compile("\"team\"\\s*:\\s*\"([^\"]{1,64})\"");
+
+  /** SHA-256 of each verified key, hex, to the {@link System#nanoTime()} it expires at. */
+  private static final Map<String, Long> VERIFIED = new ConcurrentHashMap<>();
+
+  private static final HttpClient CLIENT =
+      HttpClient.newBuilder()
+          .connectTimeout(Duration.ofMillis(longProperty(TIMEOUT_PROPERTY, 3000)))
+          .followRedirects(HttpClient.Redirect.NEVER)
+          .build();
+
+  /** HiveServer2 constructs the provider by reflection, with no arguments. */
+  public HubKeyAuthenticator() {}
+
+  @Override
+  public void Authenticate(String user, String password) throws AuthenticationException {
+    String who = printable(user);
+    if (password == null || password.isBlank()) {
+      LOG.warn("refused a login of user '{}': no password (a hub API key is needed)", who);
+      throw new AuthenticationException(
+          "No password: give a hub API key as the password (beeline -p, JDBC password).");
+    }
+    String digest = sha256(password);
+    Long expires = VERIFIED.get(digest);
+    if (expires != null && expires - System.nanoTime() > 0) {
+      LOG.debug("user '{}' logged in with a recently verified key", who);
+      return;
+    }
+    VERIFIED.remove(digest);
+    String body = askApi(who, password);
+    remember(digest);
+    LOG.info(
+        "user '{}' logged in with key {} ({})",
+        who,
+        field(KEY_ID, body, "?"),
+        field(TEAM, body, null) == null ? "admin key" : "team " + field(TEAM, body, "?"));
+  }
+
+  /** The API's answer about the key; throws unless the API knows it. */
+  private static String askApi(String who, String key) throws AuthenticationException {
+    String apiUrl = System.getProperty(API_URL_PROPERTY, "").strip();
+    if (apiUrl.isEmpty()) {
+      LOG.error("cannot check logins: {} is not set (HUB_ANALYST_API_URL)", API_URL_PROPERTY);
+      throw new AuthenticationException(
+          "The Thrift server cannot check API keys: it has no hub API URL (HUB_ANALYST_API_URL).");
+    }
+    HttpResponse<String> response;
+    try {
+      HttpRequest request =
+          HttpRequest.newBuilder(URI.create(apiUrl.replaceAll("/+$", "") + "/v1/whoami"))
+              .timeout(Duration.ofMillis(longProperty(TIMEOUT_PROPERTY, 3000)))
+              .header("Authorization", "Bearer " + key)
+              .header("Accept", "application/json")
+              .GET()
+              .build();
+      response = CLIENT.send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    } catch (IOException | IllegalArgumentException e) {
+      // The messages of these exceptions name the URL and the cause, never request headers.
+      LOG.warn(
+          "refused a login of user '{}': the hub API at {} did not answer ({}: {})",
+          who,
+          apiUrl,
+          e.getClass().getSimpleName(),
+          e.getMessage());
+      throw new AuthenticationException(
+          "Cannot check the API key: the hub API at "
+              + apiUrl
+              + " did not answer. Try again when it is reachable.");
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AuthenticationException("Interrupted while checking the API key.");
+    }
+    int status = response.statusCode();
+    if (status == 200) {
+      return response.body();
+    }
+    if (status == 401 || status == 403) {
+      LOG.warn("refused a login of user '{}': the hub API does not accept the key", who);
+      throw new AuthenticationException(
+          "The password is not a valid hub API key (unknown or revoked). Use a team or admin key.");
+    }
+    LOG.warn(
+        "refused a login of user '{}': the hub API at {} answered {} to the key check",
+        who,
+        apiUrl,
+        status);
+    throw new AuthenticationException(
+        "Cannot check the API key: the hub API at "
+            + apiUrl
+            + " answered HTTP "
+            + status
+            + ". Try again later.");
+  }
+
+  private static void remember(String digest) {
+    if (VERIFIED.size() >= MAX_CACHED_KEYS) {
+      VERIFIED.clear();
+    }
+    long ttlNanos = Duration.ofSeconds(longProperty(CACHE_PROPERTY, 60)).toNanos();
+    VERIFIED.put(digest, System.nanoTime() + ttlNanos);
+  }
+
+  private static String sha256(String text) {
+    try {
+      MessageDigest digest = MessageDigest.getInstance("SHA-256");
+      return HexFormat.of().formatHex(digest.digest(text.getBytes(StandardCharsets.UTF_8)));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("every JVM has SHA-256", e);
+    }
+  }
+
+  /** A JSON string field of the API's answer, found without a JSON library on the classpath. */
+  private static String field(Pattern pattern, String body, String missing) {
+    Matcher matcher = pattern.matcher(body);
+    return matcher.find() ? matcher.group(1) : missing;
+  }
+
+  /** The user name as given, cut to 64 characters and without control characters, for logs. */
+  private static String printable(String user) {
+    if (user == null) {
+      return "";
+    }
+    String cut = user.length() > 64 ? user.substring(0, 64) : user;
+    return cut.replaceAll("\\p{Cntrl}", "?");
+  }
+
+  private static long longProperty(String name, long fallback) {
+    try {
+      return Long.parseLong(System.getProperty(name, Long.toString(fallback)).strip());
+    } catch (NumberFormatException e) {
+      return fallback;
+    }
+  }
+}
