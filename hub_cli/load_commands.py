@@ -3,6 +3,7 @@ reprocess a table."""
 
 import json
 import logging
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -20,10 +21,11 @@ def load_run(
         bool, typer.Option("--once", help="Land what Kafka holds now, then exit.")
     ] = False,
     warehouse: Annotated[
-        Path | None,
+        list[Path] | None,
         typer.Option(
             envvar="HUB_WAREHOUSE_MODEL",
-            help="Also keep this warehouse model's star schemas built (see docs/warehouse.md).",
+            help="Also keep this warehouse model's star schemas built (see docs/warehouse.md); "
+            "repeat it for several models (in HUB_WAREHOUSE_MODEL: paths separated by `:`).",
         ),
     ] = None,
 ) -> None:
@@ -38,7 +40,7 @@ def load_run(
 
     settings = LoaderSettings()
     with spark_session(settings) as spark:
-        downstream = Downstream(spark, settings, warehouse=warehouse)
+        downstream = Downstream(spark, settings, warehouse=_model_paths(warehouse or []))
         if not once:
             downstream.start()
         queries = run_streams(
@@ -52,6 +54,12 @@ def load_run(
         log.error("the loader's query %s stopped on an error: %s", name, error)
     if failures:
         raise typer.Exit(1)
+
+
+def _model_paths(given: list[Path]) -> list[Path]:
+    """The model files given, with a `:`-separated list (as `HUB_WAREHOUSE_MODEL` holds one,
+    like `PATH`) split into its paths: Typer hands an environment variable over whole."""
+    return [Path(part) for path in given for part in str(path).split(os.pathsep) if part]
 
 
 @load_app.command("plan")
@@ -106,24 +114,34 @@ def load_plan(
 def load_status(
     as_json: Annotated[bool, typer.Option("--json", help="Print the statuses as JSON.")] = False,
 ) -> None:
-    """Show each topic's state in the bronze loader: landing, quarantining or parked.
+    """Show each topic's state in the bronze loader (landing, quarantining or parked), then each
+    gold table's in the warehouse passes (built, waiting, failed or skipped).
 
-    Exits 1 when a topic is quarantining or parked, so that scripts and probes can alert.
+    Exits 1 when a topic is quarantining or parked, or a gold table failed or was skipped, so
+    that scripts and probes can alert.
     """
     from dataclasses import asdict
 
     from spark_loaders.feed_status import FeedStatusBook
     from spark_loaders.settings import LoaderSettings
-    from spark_loaders.types import FeedState
+    from spark_loaders.types import FeedState, GoldState
+    from spark_loaders.warehouse.status import GoldStatusBook
 
-    statuses = FeedStatusBook.in_checkpoints(LoaderSettings().checkpoint_dir).list()
+    checkpoint_dir = LoaderSettings().checkpoint_dir
+    statuses = FeedStatusBook.in_checkpoints(checkpoint_dir).list()
+    gold = GoldStatusBook.in_checkpoints(checkpoint_dir).list()
     if as_json:
-        typer.echo(json.dumps([asdict(s) for s in statuses], indent=2))
+        body = {"feeds": [asdict(s) for s in statuses], "gold": [asdict(g) for g in gold]}
+        typer.echo(json.dumps(body, indent=2))
     elif not statuses:
         typer.echo("the bronze loader has not landed any topic yet")
-    for status in [] if as_json else statuses:
-        typer.echo(status.describe())
-    if any(s.state is not FeedState.LANDING for s in statuses):
+    lines = [s.describe() for s in statuses] + [g.describe() for g in gold]
+    for line in [] if as_json else lines:
+        typer.echo(line)
+    alerting = any(s.state is not FeedState.LANDING for s in statuses) or any(
+        g.state in (GoldState.FAILED, GoldState.SKIPPED) for g in gold
+    )
+    if alerting:
         raise typer.Exit(1)
 
 

@@ -233,7 +233,9 @@ class _Walker:
                 self._record(node, path)
             elif kind == "enum":
                 self._enum(node, path)
-            elif _is_decimal(node):
+            if kind == "fixed":
+                _check_fixed_size(node, path)
+            if _is_decimal(node):
                 _check_decimal(node, path)
             stack.extend(
                 (child, namespace, child_path, depth, False)
@@ -376,12 +378,22 @@ def _check_decimal(node: Mapping[str, Any], path: str) -> None:
         _check_fixed_room(size, precision, path)
 
 
-def _check_fixed_room(size: int, precision: int, path: str) -> None:
-    if size > _MAX_INT:
+def _check_fixed_size(node: Mapping[str, Any], path: str) -> None:
+    """A fixed's size is a count of bytes that Avro Java reads as a 32-bit int: a negative
+    size or one over 2**31-1 is refused there, so the registry refuses it too (fastavro, its
+    parser, would take any integer). A size that is not an integer is fastavro's to refuse."""
+    size = node.get("size")
+    if _is_int(size) and not 0 <= size <= _MAX_INT:
         raise InvalidSchema(
-            f"Invalid schema at {path}.size: a fixed of {size:,} bytes is larger than Avro Java "
-            f"reads (a 32-bit int, at most {_MAX_INT:,}); give the decimal a smaller fixed."
+            f"Invalid schema at {path}.size: a fixed's size must be a number of bytes from 0 to "
+            f"{_MAX_INT:,} (Avro Java reads it as a 32-bit int), not {size:,}; give the fixed "
+            "the size of the values it holds."
         )
+
+
+def _check_fixed_room(size: int, precision: int, path: str) -> None:
+    """A decimal's fixed has room for its precision (its size is in range: `_check_fixed_size`
+    ran first)."""
     if precision > _fixed_digits(size):
         needed = max(1, math.ceil((precision / math.log10(2) + 1) / 8))
         while _fixed_digits(needed) < precision:

@@ -118,7 +118,11 @@ class BronzeLoader:
 
     def _write_batch(self, batch: DataFrame, batch_id: int) -> None:
         merge_through = self._swaps.apply_pending(
-            self._spark, self._tables, batch_id=batch_id, app_id=self._txn_app_id
+            self._spark,
+            self._tables,
+            batch_id=batch_id,
+            app_id=self._txn_app_id,
+            on_swapped=lambda r: self.statuses.reprocessed(r.topic, end_offsets=r.end_offsets),
         )
         for table in merge_through:
             self._comments.forget(table)
@@ -141,10 +145,11 @@ class BronzeLoader:
             verified: dict[tuple[str, SchemaId], int] = {}
             by_topic: dict[str, set[SchemaId]] = {}
             unframed: set[str] = set()
-            counts: dict[str, int] = {}
+            # topic -> writer schema id (None: not Confluent-framed) -> records in the batch
+            counts: dict[str, dict[SchemaId | None, int]] = {}
             for row in pairs:
                 ids = by_topic.setdefault(row["topic"], set())
-                counts[row["topic"]] = counts.get(row["topic"], 0) + row["count"]
+                counts.setdefault(row["topic"], {})[row["_hub_schema_id"]] = row["count"]
                 if row["_hub_schema_id"] is None:
                     unframed.add(row["topic"])
                 else:
@@ -165,8 +170,9 @@ class BronzeLoader:
                     ingested_at=ingested_at,
                     merge=merge,
                     verified=verified,
+                    counts=counts[topic],
                 )
-                landed.append(f"{table} <- {counts[topic]} records{outcome}")
+                landed.append(f"{table} <- {outcome}")
             if landed:
                 log.info("batch %d: %s", batch_id, ", ".join(landed))
         finally:
@@ -184,6 +190,7 @@ class BronzeLoader:
         ingested_at: Column,
         merge: bool,
         verified: dict[tuple[str, SchemaId], int],
+        counts: dict[SchemaId | None, int],
     ) -> str:
         """`_land_topic`, with the topic's own failures kept to the topic.
 
@@ -204,6 +211,7 @@ class BronzeLoader:
                     ingested_at=ingested_at,
                     merge=merge,
                     verified=verified,
+                    counts=counts,
                     progress=progress,
                 )
             except Exception as error:
@@ -222,7 +230,8 @@ class BronzeLoader:
         except Exception as error:
             if classify(error) is not FailureKind.FEED:
                 raise
-            return self._set_aside(records, topic, error, batch_id, ingested_at, progress)
+            note = self._set_aside(records, topic, error, batch_id, ingested_at, progress)
+            return f"{sum(counts.values())} records: {note}"
         self.statuses.landing(topic, batch_id=batch_id)
         return note
 
@@ -267,7 +276,7 @@ class BronzeLoader:
                     message=message,
                 )
                 log.error("feed %s quarantined whole in batch %d: %s", topic, batch_id, message)
-                return f" (quarantined whole, {reason.value})"
+                return f"0 landed, all quarantined whole ({reason.value})"
             except Exception as second:
                 if classify(second) is not FailureKind.FEED:
                     raise
@@ -295,7 +304,7 @@ class BronzeLoader:
             topic,
             message,
         )
-        return f" (parked, {reason.value})"
+        return f"parked ({reason.value})"
 
     def _land_topic(
         self,
@@ -308,9 +317,15 @@ class BronzeLoader:
         ingested_at: Column,
         merge: bool,
         verified: dict[tuple[str, SchemaId], int],
+        counts: dict[SchemaId | None, int],
         progress: _Progress,
     ) -> str:
-        """Land one topic's records of a batch; returns a note for the batch's log line."""
+        """Land one topic's records of a batch; returns a note for the batch's log line.
+
+        The note says how many records landed and how many went to quarantine from counts the
+        batch's first job already made (records per writer id, and undecodable ones per writer
+        seen before): no Spark job runs just to tell them.
+        """
         table = bronze_table(TopicName(topic))
         decoded = decode_topic(
             records,
@@ -321,7 +336,10 @@ class BronzeLoader:
         )
         quarantined = list(decoded.known_rejected)
         check_empty = False
-        note = ""
+        total = sum(counts.values())
+        # Unframed records and writers the driver refused (unknown, unresolvable) never decode.
+        rejected = sum(n for k, n in counts.items() if k is None or k not in decoded.decoders)
+        note = landing_note(total, rejected)
         if decoded.landed is not None:
             reader = decoded.reader.text if decoded.reader else None
             rows = with_comments(
@@ -341,7 +359,9 @@ class BronzeLoader:
                         decoded.decodable, QuarantineReason.TYPE_CHANGE_UNSUPPORTED, message
                     )
                 )
-                note = f" (quarantined: {message})"
+                note = landing_note(
+                    total, total, why=f"{QuarantineReason.TYPE_CHANGE_UNSUPPORTED}: {message}"
+                )
             else:
                 self._write(rows, table, batch_id, merge=merge)
                 progress.bronze_written = True
@@ -350,6 +370,7 @@ class BronzeLoader:
                 if decoded.undecodable is not None and bad != 0:
                     quarantined.append(decoded.undecodable)
                     check_empty = bad is None and not decoded.known_rejected
+                note = landing_note(total, rejected + (bad or 0), unsure=bad is None)
             self._decoders.update({(topic, k): pair for k, pair in decoded.decoders.items()})
         if quarantined:
             rows = quarantined[0]
@@ -409,6 +430,18 @@ class BronzeLoader:
         self._tables.append(
             rows, table, app_id=f"{self._txn_app_id}:{table}", version=batch_id, partitioned=True
         )
+
+
+def landing_note(total: int, quarantined: int, *, unsure: bool = False, why: str = "") -> str:
+    """`N records: L landed, Q quarantined` for the batch's log line. `unsure`: undecodable
+    records of a writer new to the loader were not counted (that would take a Spark job of
+    its own); they are among those said to land, and went to quarantine."""
+    note = f"{total} records: {'up to ' if unsure else ''}{total - quarantined} landed"
+    if quarantined:
+        note += f", {quarantined} quarantined"
+    if unsure:
+        note += ", undecodable ones of a new writer quarantined"
+    return note + (f" ({why})" if why else "")
 
 
 def _checkpoint_identity(checkpoint: Path) -> str:

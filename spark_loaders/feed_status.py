@@ -8,7 +8,10 @@ not write it at every batch; readers in other processes never see half a file.
 
 For a parked topic the entry also lists, per partition, the first and last offset of every
 batch that was neither landed nor quarantined: those records are still in Kafka (until its
-retention ends) and `hub load reprocess TOPIC` lands them once the cause is fixed.
+retention ends) and `hub load reprocess TOPIC` lands them once the cause is fixed. The loader
+drops a range from the list when it swaps in a rebuild that read the partition past the range's
+last offset (`reprocessed`): only then are the records in the table. Landing again does not
+clear the list, since later batches do not hold the parked offsets.
 """
 
 import datetime as dt
@@ -79,8 +82,29 @@ class FeedStatusBook:
         if current is not None:
             log.info("feed %s lands again in batch %d (was %s)", topic, batch_id, current.state)
         waiting = current.parked_offsets if current is not None else {}
-        # Offsets parked before stay listed until `hub load reprocess` has landed them.
+        # Offsets parked before stay listed until a reprocessing swap has landed them.
         self._set(FeedStatus(topic, FeedState.LANDING, _now(), batch_id, parked_offsets=waiting))
+
+    def reprocessed(self, topic: str, *, end_offsets: dict[str, int]) -> None:
+        """A rebuild read `topic` up to `end_offsets` (partition -> last offset) and is swapped
+        in: parked offsets up to there are in the table now, so they are no longer listed."""
+        current = self._statuses.get(topic)
+        if current is None or not current.parked_offsets:
+            return
+        waiting: dict[str, list[int]] = {}
+        for partition, (first, last) in current.parked_offsets.items():
+            end = end_offsets.get(partition)
+            if end is None or end < first:
+                waiting[partition] = [first, last]
+            elif end < last:
+                waiting[partition] = [end + 1, last]
+        if waiting != current.parked_offsets:
+            log.info(
+                "feed %s: parked offsets landed by reprocessing; still waiting: %s",
+                topic,
+                waiting or "none",
+            )
+        self._set(replace(current, parked_offsets=waiting))
 
     def set_aside(
         self,
@@ -107,11 +131,7 @@ class FeedStatusBook:
         if self._statuses.get(status.topic) == status:
             return
         self._statuses[status.topic] = status
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self._path.with_name(f".{self._path.name}.tmp")
-        body = {t: asdict(s) for t, s in sorted(self._statuses.items())}
-        temporary.write_text(json.dumps(body, indent=1))
-        os.replace(temporary, self._path)
+        write_atomically(self._path, {t: asdict(s) for t, s in sorted(self._statuses.items())})
 
     def _read(self) -> dict[str, FeedStatus]:
         if not self._path.exists():
@@ -121,6 +141,15 @@ class FeedStatusBook:
             topic: replace(FeedStatus(**entry), state=FeedState(entry["state"]))
             for topic, entry in body.items()
         }
+
+
+def write_atomically(path: Path, body: object) -> None:
+    """Write `body` as JSON to a temporary file renamed over `path`: a reader in another
+    process sees the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(body, indent=1))
+    os.replace(temporary, path)
 
 
 def _now() -> str:

@@ -13,6 +13,9 @@ loader must decide, without knowing the exception in advance, between:
   of that topic's table. A retry repeats it, so the topic's records are set aside
   (quarantined, else parked) and the other topics keep landing.
 
+The warehouse passes classify a failing gold table's exception the same way
+(`spark_loaders.warehouse.build`).
+
 Spark raises Java exceptions through Py4J as a few Python classes whose text carries the Java
 class, so the markers below are matched in the text; `TransientError` subclasses say it in
 their type. Messages shown to users keep one line of the exception, with anything that looks
@@ -59,6 +62,9 @@ _LOADER = (
     "OutOfMemoryError",
     "Py4JNetworkError",
     "Answer from Java side is empty",
+    # A job group cancelled at shutdown (the silver and warehouse passes' `JOB_GROUP`).
+    "SPARK_JOB_CANCELLED",
+    "cancelled part of cancelled job group",
 )
 _SECRETS = (
     # user:password@ in URLs
@@ -105,7 +111,7 @@ def as_transient(error: Exception) -> TransientError:
         return error
     if any(marker in str(error) for marker in _CONCURRENT):
         return TableCommitConflict(
-            f"A concurrent commit kept refusing a bronze write: {describe(error)}"
+            f"A concurrent commit kept refusing a table write: {describe(error)}"
         )
     return MetastoreUnavailable(
         f"The metastore or the table storage is unreachable: {describe(error)}. Check "

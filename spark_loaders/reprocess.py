@@ -18,6 +18,7 @@ checkpoint. See docs/adr (reprocessing by location swap).
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -184,13 +185,24 @@ class SwapRequests:
         return [SwapRequest(**json.loads(p.read_text())) for p in sorted(self._dir.glob("*.json"))]
 
     def apply_pending(
-        self, spark: SparkSession, tables: DeltaTables, *, batch_id: int, app_id: str
+        self,
+        spark: SparkSession,
+        tables: DeltaTables,
+        *,
+        batch_id: int,
+        app_id: str,
+        on_swapped: Callable[[SwapRequest], None] = lambda request: None,
     ) -> dict[str, int]:
-        """Apply requests not applied yet; return {table: last batch id to land by merge}."""
+        """Apply requests not applied yet; return {table: last batch id to land by merge}.
+
+        `on_swapped` hears of each swap before the request is marked applied: after a crash
+        in between, the swap and the call are repeated, both harmlessly.
+        """
         merge_through: dict[str, int] = {}
         for request in self.list():
             if request.merge_through is None:
                 swap(spark, tables, request)
+                on_swapped(request)
                 request.merge_through = batch_id
                 self.put(request)
             merge_through[request.table] = request.merge_through

@@ -26,3 +26,17 @@ class FeedState(StrEnum):
     QUARANTINING = "quarantining"
     # Not even quarantine could take its last batch: those offsets wait in Kafka.
     PARKED = "parked"
+
+
+@unique
+class GoldState(StrEnum):
+    """Where a gold table stands in the warehouse passes (`hub load status`)."""
+
+    # Its last pass built or refreshed it.
+    BUILT = "built"
+    # A table or column its model names does not exist yet (40440): the feed has no records.
+    WAITING = "waiting"
+    # Its last pass failed for a reason of its own; the other tables were built.
+    FAILED = "failed"
+    # A fact whose dimension failed in this pass: building it would assign wrong surrogate keys.
+    SKIPPED = "skipped"

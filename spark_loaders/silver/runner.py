@@ -2,11 +2,13 @@
 
 Changelog topics appear while the loader runs (a feed gets its first records, a CDC connector
 starts), so a background thread looks for new changelog bronze tables at every interval and
-starts a silver stream for each; with a warehouse model it also rebuilds the star schemas.
+starts a silver stream for each; with warehouse models (several teams may each have one) it
+also rebuilds their star schemas, each table on its own (`spark_loaders.warehouse.build`).
 """
 
 import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -15,9 +17,9 @@ from pyspark.sql.streaming import StreamingQuery
 from spark_loaders.lifecycle import stop_between_batches
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.loader import start_silver
-from spark_loaders.warehouse.build import WarehouseBuilder, build_model
-from spark_loaders.warehouse.errors import WarehouseSourceNotFound
+from spark_loaders.warehouse.build import WarehouseBuilder, build_models
 from spark_loaders.warehouse.model import load_model
+from spark_loaders.warehouse.status import GoldStatusBook
 
 log = logging.getLogger(__name__)
 
@@ -25,25 +27,25 @@ JOB_GROUP = "hub-downstream"
 
 
 class Downstream:
-    """Follows bronze with silver streams, and rebuilds a warehouse model if one is given."""
+    """Follows bronze with silver streams, and rebuilds the warehouse models given."""
 
     def __init__(
         self,
         spark: SparkSession,
         settings: LoaderSettings,
         *,
-        warehouse: Path | None,
+        warehouse: Sequence[Path] = (),
         interval_s: float = 10.0,
     ) -> None:
         self._spark = spark
         self._settings = settings
-        self._warehouse = warehouse
+        self._warehouse = list(warehouse)
         self._interval_s = interval_s
         self._queries: dict[str, StreamingQuery] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hub-downstream", daemon=True)
-        if warehouse is not None:
-            load_model(warehouse)  # a bad model fails the start, not a later pass
+        for path in self._warehouse:
+            load_model(path)  # a bad model fails the start, not a later pass
 
     def start(self) -> None:
         self._thread.start()
@@ -65,30 +67,29 @@ class Downstream:
         stop_between_batches(*self._queries.values())
 
     def catch_up(self) -> None:
-        """Bring silver (and the model) up to date with bronze once, then return."""
-        if self._warehouse is not None:
-            build_model(self._spark, self._settings, self._warehouse)
+        """Bring silver (and the models) up to date with bronze once, then return."""
+        if self._warehouse:
+            build_models(self._spark, self._settings, self._warehouse)
             return
         for query in start_silver(self._spark, self._settings, running={}, available_now=True):
             query.awaitTermination()
 
     def _run(self) -> None:
-        builder = None
-        if self._warehouse is not None:
-            builder = WarehouseBuilder(
-                self._spark, load_model(self._warehouse), source=str(self._warehouse)
-            )
+        statuses = GoldStatusBook.in_checkpoints(self._settings.checkpoint_dir)
+        builders = [
+            WarehouseBuilder(self._spark, load_model(path), source=str(path), statuses=statuses)
+            for path in self._warehouse
+        ]
         # Spark jobs of this thread carry one group, so that shutdown can cancel them at once.
         self._spark.sparkContext.setJobGroup(JOB_GROUP, "hub silver and warehouse passes", True)
         while not self._stop.wait(self._interval_s):
             try:
                 for query in start_silver(self._spark, self._settings, running=self._queries):
                     log.info("silver stream %s started", query.name)
-                if builder is not None:
-                    log.info("warehouse rebuilt: %s", builder.build().describe())
-            except WarehouseSourceNotFound as error:
-                # Tables appear as feeds get their first records; the next pass tries again.
-                log.info("warehouse waits for its sources: %s", error)
+                # A table's own failure stays with it (and the facts it keys); only a
+                # dependency that stays away, or the loader failing, ends the pass here.
+                for path, builder in zip(self._warehouse, builders, strict=True):
+                    log.info("warehouse %s rebuilt: %s", path, builder.build().describe())
             except Exception:
                 if self._stop.is_set():
                     log.info("silver/warehouse pass interrupted by shutdown")

@@ -1,42 +1,90 @@
-"""Building a model's star schemas: dimensions first (with their silver tables), then facts."""
+"""Building a model's star schemas: dimensions first (with their silver tables), then facts.
+
+Several teams' models are built one after another in a pass, and one table failing must not
+stop the others (ADR 0022). Each table is built on its own and its failure is classified as
+bronze's are (`spark_loaders.isolation`):
+
+- a failure of the table itself (`FEED`: a Delta error of that table, Spark refusing its
+  data) marks the table `failed` with one ERROR log line; the model's other tables are built,
+  except the facts referencing a dimension that was not built, which are `skipped` for the
+  pass: their dimension's surrogate keys may be wrong or missing. The next pass tries again;
+- a source table or column that does not exist yet (40440) marks the table `waiting`;
+- a dependency every table shares (metastore, storage, a concurrent commit) is retried with
+  backoff, then fails the pass; the loader itself failing (cancelled, out of memory) fails it
+  at once. The next pass starts over.
+
+States are kept in `spark_loaders.warehouse.status`, shown by `hub load status`.
+"""
 
 import logging
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from hub_core.retries import Backoff, retry_transient_interruptibly
+from spark_loaders.isolation import FailureKind, as_transient, classify, describe
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.loader import start_silver
+from spark_loaders.types import GoldState
 from spark_loaders.warehouse.dimensions import DimensionBuilder, dim_table
+from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.facts import FactBuilder, fact_table
-from spark_loaders.warehouse.model import WarehouseModel, load_model
+from spark_loaders.warehouse.model import Fact, WarehouseModel, load_model
+from spark_loaders.warehouse.status import BUILD_FAILED, DIMENSION_NOT_BUILT, GoldStatusBook
 
 log = logging.getLogger(__name__)
+
+# A dependency failing while one table is built is retried this long before the pass fails.
+BUILD_BACKOFF = Backoff(initial_s=1.0, max_s=10.0, jitter_s=1.0, attempts=4, timeout_s=60.0)
 
 
 @dataclass
 class BuildReport:
-    """Rows per gold table after a build, and how many dimension members are still inferred."""
+    """Rows per gold table built, members still inferred, and the tables not built."""
 
     rows: dict[str, int] = field(default_factory=dict)
     inferred: dict[str, int] = field(default_factory=dict)
+    # gold table -> why it was not built in this pass
+    failed: dict[str, Exception] = field(default_factory=dict)
+    waiting: dict[str, WarehouseSourceNotFound] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
         parts = []
         for table, count in self.rows.items():
             pending = self.inferred.get(table)
             parts.append(f"{table}: {count} rows" + (f" ({pending} inferred)" if pending else ""))
+        parts += [f"{table}: failed" for table in self.failed]
+        parts += [f"{table}: waiting for its source" for table in self.waiting]
+        parts += [f"{table}: skipped" for table in self.skipped]
         return ", ".join(parts)
+
+    def raise_first(self) -> None:
+        """Raise why the first table not built was not, for one-shot builds that must fail."""
+        for error in [*self.waiting.values(), *self.failed.values()]:
+            raise error
 
 
 class WarehouseBuilder:
     """Refreshes every dimension and fact table of one model from silver and bronze."""
 
-    def __init__(self, spark: SparkSession, model: WarehouseModel, *, source: str) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        model: WarehouseModel,
+        *,
+        source: str,
+        statuses: GoldStatusBook | None = None,
+    ) -> None:
         self._spark = spark
         self._model = model
+        self._source = source
+        self._statuses = statuses
         self._dimensions = {
             d.name: DimensionBuilder(spark, d, where=f"{source}: dimensions[{i}]")
             for i, d in enumerate(model.dimensions)
@@ -47,29 +95,137 @@ class WarehouseBuilder:
         ]
 
     def build(self) -> BuildReport:
-        """One incremental pass: only rows that changed are written."""
+        """One incremental pass: only rows that changed are written; see the module docstring
+        for what happens to a table that fails."""
         report = BuildReport()
-        for name, dimension in self._dimensions.items():
-            dimension.refresh()
-            log.info("dimension %s refreshed", name)
-        for fact, builder in zip(self._model.facts, self._facts, strict=True):
-            report.rows[fact_table(fact)] = builder.refresh()
-            log.info("fact %s refreshed", fact.name)
+        built: list[str] = []
         for dim in self._model.dimensions:
-            table = self._spark.table(dim_table(dim))
-            report.rows[dim_table(dim)] = table.count()
-            report.inferred[dim_table(dim)] = table.where("is_inferred").count()
+            if self._contained(dim_table(dim), self._dimensions[dim.name].refresh, report):
+                built.append(dim.name)
+                log.info("dimension %s refreshed", dim.name)
+        for fact, builder in zip(self._model.facts, self._facts, strict=True):
+            if self._skipped(fact, report):
+                continue
+            table = fact_table(fact)
+            if self._contained(table, partial(_refresh_fact, builder, table, report), report):
+                log.info("fact %s refreshed", fact.name)
+        for dim in self._model.dimensions:
+            if dim.name in built:
+                members = self._spark.table(dim_table(dim))
+                report.rows[dim_table(dim)] = members.count()
+                report.inferred[dim_table(dim)] = members.where("is_inferred").count()
         return report
 
+    def _skipped(self, fact: Fact, report: BuildReport) -> bool:
+        """Skip a fact whose dimensions were not all built: its keys would point wrong."""
+        referenced = [dim_table(self._model.dimension(r.dimension)) for r in fact.dimensions]
+        failed = [table for table in dict.fromkeys(referenced) if table in report.failed]
+        waiting = [table for table in dict.fromkeys(referenced) if table in report.waiting]
+        if not failed and not waiting:
+            return False
+        table = fact_table(fact)
+        if failed:
+            message = (
+                f"not built in this pass: its dimension {', '.join(failed)} failed, and facts "
+                "built without it would get wrong surrogate keys; it is built once it is"
+            )
+            report.skipped[table] = message
+            self._record(table, GoldState.SKIPPED, DIMENSION_NOT_BUILT, message)
+            log.warning("fact table %s of %s skipped: %s", table, self._source, message)
+        else:
+            absent = WarehouseSourceNotFound(
+                f"{self._source}: {table} waits for its dimension {', '.join(waiting)}, whose "
+                "source does not exist yet"
+            )
+            report.waiting[table] = absent
+            self._record(table, GoldState.WAITING, absent.code.name, absent.message)
+        return True
 
-def build_model(spark: SparkSession, settings: LoaderSettings, path: Path) -> BuildReport:
-    """Catch silver up with bronze, then build the model at `path` once."""
-    model = load_model(path)
+    def _contained(self, table: str, build: Callable[[], None], report: BuildReport) -> bool:
+        """Build one table, keeping a failure of its own to it; whether it was built."""
+
+        def attempt() -> None:
+            try:
+                return build()
+            except WarehouseSourceNotFound:
+                raise
+            except Exception as error:
+                if classify(error) is FailureKind.DEPENDENCY:
+                    raise as_transient(error) from error
+                raise
+
+        try:
+            retry_transient_interruptibly(attempt, backoff=BUILD_BACKOFF, sleep=time.sleep)
+        except WarehouseSourceNotFound as error:
+            # Tables appear as feeds get their first records; the next pass tries again.
+            report.waiting[table] = error
+            self._record(table, GoldState.WAITING, error.code.name, error.message)
+            log.info("gold table %s waits for its source: %s", table, error.message)
+            return False
+        except Exception as error:
+            if classify(error) is not FailureKind.FEED:
+                raise
+            report.failed[table] = error
+            message = f"building {table} failed: {describe(error)}"
+            self._record(table, GoldState.FAILED, BUILD_FAILED, message)
+            log.error(
+                "gold table %s of %s not built in this pass (the tables not depending on it "
+                "are; the next pass tries again): %s",
+                table,
+                self._source,
+                message,
+            )
+            return False
+        self._record(table, GoldState.BUILT)
+        return True
+
+    def _record(
+        self, table: str, state: GoldState, reason_code: str | None = None, message: str = ""
+    ) -> None:
+        if self._statuses is not None:
+            self._statuses.record(
+                table,
+                state,
+                model=self._source,
+                reason_code=reason_code,
+                message=message or None,
+            )
+
+
+def _refresh_fact(builder: FactBuilder, table: str, report: BuildReport) -> None:
+    report.rows[table] = builder.refresh()
+
+
+def catch_up_silver(spark: SparkSession, settings: LoaderSettings) -> None:
+    """Bring every silver table up to date with bronze once."""
     running: dict[str, StreamingQuery] = {}
     for query in start_silver(spark, settings, running=running, available_now=True):
         query.awaitTermination()
         if query.exception() is not None:
             raise query.exception()  # type: ignore[misc]
-    report = WarehouseBuilder(spark, model, source=str(path)).build()
-    log.info("warehouse built from %s: %s", path, report.describe())
-    return report
+
+
+def build_models(
+    spark: SparkSession, settings: LoaderSettings, paths: Sequence[Path]
+) -> list[BuildReport]:
+    """Catch silver up with bronze, then build each model at `paths` once.
+
+    Every model is built, whatever another's tables did; then the first table not built, if
+    any, is raised, so that a one-shot build exits non-zero.
+    """
+    models = [(path, load_model(path)) for path in paths]
+    catch_up_silver(spark, settings)
+    statuses = GoldStatusBook.in_checkpoints(settings.checkpoint_dir)
+    reports = []
+    for path, model in models:
+        report = WarehouseBuilder(spark, model, source=str(path), statuses=statuses).build()
+        log.info("warehouse built from %s: %s", path, report.describe())
+        reports.append(report)
+    for report in reports:
+        report.raise_first()
+    return reports
+
+
+def build_model(spark: SparkSession, settings: LoaderSettings, path: Path) -> BuildReport:
+    """Catch silver up with bronze, then build the model at `path` once."""
+    return build_models(spark, settings, [path])[0]

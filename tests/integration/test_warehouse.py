@@ -1,8 +1,11 @@
-"""Star schemas from a model: inferred members completed in place, facts on the right versions."""
+"""Star schemas from a model: inferred members completed in place, facts on the right versions,
+and one table's failure kept to it and to the facts that depend on it."""
 
+import logging
 import uuid
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,12 +19,15 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+from typer.testing import CliRunner
 
+from hub_cli.main import app
 from hub_core.naming import TopicName, table_suffix
 from spark_loaders.silver.changes import ChangelogSpec
 from spark_loaders.silver.loader import SilverLoader
 from spark_loaders.warehouse import WarehouseBuilder, parse_model
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
+from spark_loaders.warehouse.status import GoldStatusBook
 from tests.support.changelog import METADATA, ChangeLog
 
 pytestmark = pytest.mark.integration
@@ -189,7 +195,69 @@ def test_a_model_naming_a_missing_column_says_which_and_the_choices(spark: Spark
     data = model.model_dump(mode="json")
     data["dimensions"][0]["attributes"] = ["name", "region"]
     with pytest.raises(WarehouseSourceNotFound) as caught:
-        WarehouseBuilder(spark, parse_model(data, source="m.yaml"), source="m.yaml").build()
+        WarehouseBuilder(
+            spark, parse_model(data, source="m.yaml"), source="m.yaml"
+        ).build().raise_first()
     message = caught.value.message
     assert "m.yaml: dimensions[0].attributes: column 'region' is not in silver." in message
     assert "valid choices: customer_id, name, country" in message
+
+
+def test_a_table_that_fails_stops_neither_other_models_nor_the_tables_not_depending_on_it(
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ours, theirs = Shop(spark), Shop(spark)
+    for shop in (ours, theirs):
+        shop.change("customers", "c", 100, {"customer_id": 1, "name": "Ann", "country": "DE"})
+        shop.change("products", "c", 100, {"sku": "A", "name": "Apple"})
+        shop.order("o1", 1, "A", 150)
+    # Someone made a table by hand under the name of their product dimension: not Delta, and
+    # without the dimension's columns, so refreshing that dimension fails.
+    taken = f"gold.dim_{theirs.domain}_product"
+    spark.sql("CREATE DATABASE IF NOT EXISTS gold")
+    spark.sql(f"CREATE TABLE {taken} (sku STRING, label STRING) USING parquet")
+    statuses = GoldStatusBook.in_checkpoints(tmp_path)
+    builders = [
+        WarehouseBuilder(spark, shop.model(), source=f"{shop.domain}.yaml", statuses=statuses)
+        for shop in (theirs, ours)  # the failing model first: it must not stop the other
+    ]
+    fact = f"order_id, {ours.domain}_customer_key, {ours.domain}_product_key, amount"
+
+    with caplog.at_level(logging.INFO, logger="spark_loaders.warehouse"):
+        failing, landing = [builder.build() for builder in builders]
+
+    assert ours.rows("orders", fact) == [("o1", 1, 1, Decimal("9.50"))]
+    assert landing.failed == {} and landing.skipped == {}
+    assert list(failing.failed) == [taken]
+    their_facts = f"gold.fact_{theirs.domain}_orders"
+    assert list(failing.skipped) == [their_facts]
+    assert not spark.catalog.tableExists(their_facts)  # no facts keyed on a missing dimension
+    their_customers = f"{theirs.domain}_customer_key, customer_id, name"
+    assert theirs.rows("customer", their_customers) == [(-1, None, None), (1, 1, "Ann")]
+    errors = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.ERROR and r.name.startswith("spark_loaders")
+    ]
+    assert len(errors) == 1 and taken in errors[0] and f"{theirs.domain}.yaml" in errors[0]
+
+    states = {s.table: (s.state, s.reason_code) for s in statuses.list()}
+    assert states[taken] == ("failed", "BUILD_FAILED")
+    assert states[their_facts] == ("skipped", "DIMENSION_NOT_BUILT")
+    assert states[f"gold.dim_{theirs.domain}_customer"] == ("built", None)
+    assert states[f"gold.fact_{ours.domain}_orders"] == ("built", None)
+    shown = CliRunner().invoke(
+        app, ["load", "status"], env={"HUB_LOADER_CHECKPOINT_DIR": str(tmp_path)}
+    )
+    assert shown.exit_code == 1, shown.output
+    assert f"{taken} ({theirs.domain}.yaml): failed" in shown.output
+    assert f"{their_facts} ({theirs.domain}.yaml): skipped" in shown.output
+
+    # Once the name is free again, the next pass builds their model whole.
+    spark.sql(f"DROP TABLE {taken}")
+    failing = builders[0].build()
+
+    assert failing.failed == {} and failing.skipped == {}
+    their_fact = f"order_id, {theirs.domain}_customer_key, {theirs.domain}_product_key, amount"
+    assert theirs.rows("orders", their_fact) == [("o1", 1, 1, Decimal("9.50"))]
+    assert {s.state for s in statuses.list()} == {"built"}

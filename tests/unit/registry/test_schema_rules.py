@@ -62,6 +62,20 @@ def test_record_enum_and_fixed_names_and_namespaces_are_checked_segment_by_segme
     assert "$.fields[0].type[1].name" in refused(record(("hash", ["null", fixed])))
 
 
+@pytest.mark.parametrize("size", [2**62, 2**31, -1], ids=["2**62", "2**31", "negative"])
+def test_a_fixed_whose_size_avro_java_cannot_read_as_an_int_is_refused_at_its_path(
+    size: int,
+) -> None:
+    digest = {"type": "fixed", "name": "Digest", "size": size}
+    message = refused(record(("id", "long"), ("digest", ["null", digest])))
+    assert "$.fields[1].type[1].size" in message
+    assert f"not {size:,}" in message and "2,147,483,647" in message
+
+
+def test_a_fixed_of_the_largest_int_size_is_accepted() -> None:
+    parse(json.dumps(record(("digest", {"type": "fixed", "name": "Big", "size": 2**31 - 1}))))
+
+
 def test_enum_symbols_outside_the_avro_name_rule_are_refused() -> None:
     enum = {"type": "enum", "name": "Status", "symbols": ["OPEN", "IN PROGRESS"]}
     message = refused(record(("status", enum)))

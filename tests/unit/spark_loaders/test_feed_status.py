@@ -54,3 +54,25 @@ def test_a_topic_that_lands_again_says_so_and_keeps_the_offsets_still_waiting(
     status = FeedStatusBook.in_checkpoints(tmp_path).get("a.b")
     assert status is not None and status.state is FeedState.LANDING and status.batch_id == 2
     assert status.parked_offsets == {"0": [0, 4]}
+
+
+def test_parked_offsets_a_swapped_in_rebuild_read_past_are_no_longer_listed(
+    tmp_path: Path,
+) -> None:
+    book = FeedStatusBook.in_checkpoints(tmp_path)
+    book.set_aside(
+        "a.b", FeedState.PARKED, batch_id=1, reason_code="LANDING_FAILED", message="m",
+        offsets={0: (0, 4), 1: (10, 19), 2: (7, 8)},
+    )  # fmt: skip
+    book.landing("a.b", batch_id=2)
+
+    # The rebuild read partition 0 whole, partition 1 up to offset 14, partition 2 not at all.
+    book.reprocessed("a.b", end_offsets={"0": 30, "1": 14})
+
+    status = FeedStatusBook.in_checkpoints(tmp_path).get("a.b")
+    assert status is not None and status.state is FeedState.LANDING
+    assert status.parked_offsets == {"1": [15, 19], "2": [7, 8]}
+    book.reprocessed("a.b", end_offsets={"1": 40, "2": 8})
+    status = FeedStatusBook.in_checkpoints(tmp_path).get("a.b")
+    assert status is not None and status.parked_offsets == {}
+    assert "waiting in Kafka" not in status.describe()

@@ -43,6 +43,9 @@ def test_a_stopping_or_misconfigured_loader_fails_the_batch_instead_of_quarantin
     assert classify(java("java.lang.InterruptedException")) is FailureKind.LOADER
     assert classify(LoaderError("set HUB_LOADER_REGISTRY_KEY")) is FailureKind.LOADER
     assert classify(KeyboardInterrupt()) is FailureKind.LOADER
+    # A warehouse pass's jobs cancelled at shutdown: no gold table is marked failed for it.
+    cancelled = "[SPARK_JOB_CANCELLED] Job 7 cancelled part of cancelled job group hub-downstream"
+    assert classify(java(f"org.apache.spark.SparkException: {cancelled}")) is FailureKind.LOADER
 
 
 def test_messages_shown_to_users_mask_credentials_and_stay_one_line() -> None:
