@@ -8,6 +8,10 @@ Logins are checked by HiveServer2's CUSTOM authentication with the hub's own pro
 `org.integrationhub.thrift.HubKeyAuthenticator` (jvm/thrift-auth): the password of a login must
 be a hub API key, which the provider checks with the hub API. Any valid key may read every
 table: the tables are the organization's shared read surface (docs/security.md).
+
+The server's session is read-only: the Spark SQL extension `org.integrationhub.thrift.ReadOnlySql`
+(same jar) refuses every statement but queries, SHOW, DESCRIBE, EXPLAIN, USE, SET to read a
+setting and temporary views. Tables change only through the loader (and an admin's `hub sql`).
 """
 
 import logging
@@ -21,13 +25,14 @@ from pyspark.sql import SparkSession
 from spark_loaders import metastore
 from spark_loaders.analyst_settings import AnalystAuth, AnalystSettings
 from spark_loaders.errors import AnalystAuthRequired, LoaderError
-from spark_loaders.session import SAFE_CONF
+from spark_loaders.session import DELTA_EXTENSION, SAFE_CONF
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
 
 _SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 AUTHENTICATOR_CLASS = "org.integrationhub.thrift.HubKeyAuthenticator"
+READ_ONLY_EXTENSION = "org.integrationhub.thrift.ReadOnlySql"
 _CUSTOM_CLASS_PROPERTY = "hive.server2.custom.authentication.class"
 
 
@@ -43,12 +48,13 @@ def require_safe_exposure(settings: AnalystSettings) -> None:
 
 
 def authenticator_jar(loader: LoaderSettings) -> Path:
-    """The jar of `HubKeyAuthenticator`, built by `make jars` into the Spark jars folder."""
+    """The jar of `HubKeyAuthenticator` and `ReadOnlySql`, built by `make jars`."""
     jars = sorted(loader.jars_dir.glob("hub-thrift-auth-*.jar"))
     if not jars:
         raise LoaderError(
-            f"No Thrift server authenticator (hub-thrift-auth-*.jar) in {loader.jars_dir}. Run "
-            "`make jars` (it builds jvm/thrift-auth), or set HUB_LOADER_JARS_DIR."
+            f"No Thrift server authenticator and read-only guard (hub-thrift-auth-*.jar) in "
+            f"{loader.jars_dir}. Run `make jars` (it builds jvm/thrift-auth), or set "
+            "HUB_LOADER_JARS_DIR."
         )
     return jars[-1]
 
@@ -58,7 +64,10 @@ def thrift_conf(settings: AnalystSettings, loader: LoaderSettings) -> dict[str, 
     custom = settings.auth is AnalystAuth.HUB_KEYS
     return {
         "spark.hadoop.hive.server2.authentication": "CUSTOM" if custom else "NONE",
-        **(_authenticator_conf(loader) if custom else {}),
+        **_guard_conf(loader),
+        **(_authenticator_conf() if custom else {}),
+        # Read-only, whatever the login: the tables change only through the loader.
+        "spark.sql.extensions": f"{DELTA_EXTENSION},{READ_ONLY_EXTENSION}",
         "spark.hadoop.hive.server2.thrift.bind.host": settings.host,
         "spark.hadoop.hive.server2.thrift.port": str(settings.port),
         "spark.hadoop.hive.server2.transport.mode": "binary",
@@ -67,12 +76,14 @@ def thrift_conf(settings: AnalystSettings, loader: LoaderSettings) -> dict[str, 
         # Statements are never rewritten before parsing: `${env:...}` stays text. Sessions of
         # new connections take their defaults from the SparkConf these settings go into.
         "spark.hadoop.hive.variable.substitute": "false",
+        # No `SELECT ... FROM text.`/path``: analysts read tables, not the server's files.
+        "spark.sql.runSQLOnFiles": "false",
         **SAFE_CONF,
     }
 
 
-def _authenticator_conf(loader: LoaderSettings) -> dict[str, str]:
-    """Put the authenticator on the driver JVM's own class path.
+def _guard_conf(loader: LoaderSettings) -> dict[str, str]:
+    """Put the authenticator and the read-only extension on the driver JVM's own class path.
 
     HiveServer2 loads the provider through the context class loader of the worker thread that
     takes the login. Those threads are reused for statements, which leave other loaders there,
@@ -84,8 +95,12 @@ def _authenticator_conf(loader: LoaderSettings) -> dict[str, str]:
         metastore.spark_conf(loader).get("spark.driver.extraClassPath", ""),
         str(authenticator_jar(loader)),
     ]
+    return {"spark.driver.extraClassPath": os.pathsep.join(p for p in class_path if p)}
+
+
+def _authenticator_conf() -> dict[str, str]:
+    """The provider's class in the session's settings, where an operator looks for it."""
     return {
-        "spark.driver.extraClassPath": os.pathsep.join(p for p in class_path if p),
         # Documents the provider in the session's settings; HiveServer2 itself reads the class
         # from the JVM's system properties (see `authenticator_properties`).
         f"spark.hadoop.{_CUSTOM_CLASS_PROPERTY}": AUTHENTICATOR_CLASS,

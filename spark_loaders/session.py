@@ -18,6 +18,10 @@ log = logging.getLogger(__name__)
 # text, and a schema's `doc` would not round-trip. No hub session substitutes anything.
 SAFE_CONF = {"spark.sql.variable.substitute": "false"}
 
+# Delta's SQL (MERGE, OPTIMIZE, DESCRIBE HISTORY, ...); a session adding its own extensions
+# (the Thrift server's) lists this one first.
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+
 
 def build_session(
     settings: LoaderSettings,
@@ -64,7 +68,7 @@ def session_conf(
     return {
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.driver.memory": settings.driver_memory,
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.extensions": DELTA_EXTENSION,
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.warehouse.dir": str(settings.warehouse_dir),
         "spark.driver.extraJavaOptions": f"-Dderby.stream.error.file={derby_log}",

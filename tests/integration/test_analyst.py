@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from impala.dbapi import connect
+from impala.error import OperationalError
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from thrift.transport.TTransport import TTransportException
@@ -251,6 +252,77 @@ def test_the_server_log_never_holds_the_keys_of_logins(
     for key in (landing.key, refused):
         secret = key.split("_", 2)[2]
         assert secret not in log_text
+
+
+def test_a_team_key_reads_and_describes_every_table(
+    landing: Landing, analyst_server: AnalystServer, team_key: Callable[[str], str]
+) -> None:
+    key = team_key("marketing")
+    name = landing.table.split(".", 1)[1]
+
+    tables = {row[1] for row in _thrift_rows(analyst_server.port, "SHOW TABLES IN bronze", key=key)}
+    columns = {
+        row[0] for row in _thrift_rows(analyst_server.port, f"DESCRIBE {landing.table}", key=key)
+    }
+    explained = _thrift_rows(analyst_server.port, f"EXPLAIN SELECT * FROM {landing.table}", key=key)
+
+    assert name in tables
+    assert {"view_id", "url", "_hub_offset"} <= columns
+    assert "Scan" in explained[0][0]
+
+
+# Each statement with the kind of statement the refusal names.
+_WRITES = {
+    "drop-table": ("DROP TABLE {table}", "DROP TABLE"),
+    "insert": ("INSERT INTO {table} SELECT * FROM {table} LIMIT 1", "INSERT INTO"),
+    "delete": ("DELETE FROM {table}", "DELETE FROM"),
+    "create-table": ("CREATE TABLE bronze.made_by_an_analyst (a INT) USING delta", "CREATE"),
+    "alter-table": (
+        "ALTER TABLE {table} SET TBLPROPERTIES ('taken_by' = 'marketing')",
+        "ALTER TABLE SET TBLPROPERTIES",
+    ),
+    "optimize": ("OPTIMIZE {table}", "OPTIMIZE"),
+    "set": ("SET spark.sql.variable.substitute=true", "SET of a value"),
+    "reflect": ("SELECT reflect('java.lang.System', 'getenv', 'PATH')", "reflect"),
+}
+
+
+@pytest.mark.parametrize(("statement", "kind"), list(_WRITES.values()), ids=list(_WRITES))
+def test_a_team_key_cannot_change_any_table(
+    landing: Landing,
+    analyst_server: AnalystServer,
+    team_key: Callable[[str], str],
+    spark: SparkSession,
+    statement: str,
+    kind: str,
+) -> None:
+    key = team_key("marketing")
+    before = live_count(spark, landing.table)
+    if before == 0:
+        landing.publish_views(2)
+        _wait_for_rows(spark, landing.table, 2)
+        before = 2
+
+    with pytest.raises(OperationalError, match="read-only") as refused:
+        _thrift_rows(analyst_server.port, statement.format(table=landing.table), key=key)
+
+    assert kind in str(refused.value)
+    # The table is still there, with the rows the loader landed and its own properties.
+    assert _thrift_count(analyst_server.port, landing.table, key=key) == before
+    assert live_count(spark, landing.table) == before
+    properties = _thrift_rows(analyst_server.port, f"SHOW TBLPROPERTIES {landing.table}", key=key)
+    assert "taken_by" not in {row[0] for row in properties}
+    tables = {row[1] for row in _thrift_rows(analyst_server.port, "SHOW TABLES IN bronze", key=key)}
+    assert "made_by_an_analyst" not in tables
+
+
+def test_a_team_key_cannot_read_the_servers_files_as_tables(
+    analyst_server: AnalystServer, team_key: Callable[[str], str]
+) -> None:
+    with pytest.raises(OperationalError, match=r"TABLE_OR_VIEW_NOT_FOUND|UNSUPPORTED_DATASOURCE"):
+        _thrift_rows(
+            analyst_server.port, "SELECT * FROM text.`/etc/hostname`", key=team_key("marketing")
+        )
 
 
 def test_hub_sql_reads_a_table_while_the_loader_keeps_landing(

@@ -7,12 +7,14 @@ import pytest
 from hub_core.errors import ErrorCode
 from spark_loaders.analyst import (
     AUTHENTICATOR_CLASS,
+    READ_ONLY_EXTENSION,
     authenticator_properties,
     require_safe_exposure,
     thrift_conf,
 )
 from spark_loaders.analyst_settings import AnalystAuth, AnalystSettings
 from spark_loaders.errors import AnalystAuthRequired, LoaderError
+from spark_loaders.session import session_conf
 from spark_loaders.settings import LoaderSettings
 from tests.support.cli import hub
 
@@ -91,9 +93,28 @@ def test_without_authentication_the_server_may_bind_to_loopback_only(tmp_path: P
     local = AnalystSettings(host="127.0.0.1", auth=AnalystAuth.NONE)
 
     require_safe_exposure(local)  # allowed: only this machine reaches it
-    conf = thrift_conf(local, _loader(tmp_path, with_authenticator=False))
+    conf = thrift_conf(local, _loader(tmp_path))
     assert conf["spark.hadoop.hive.server2.authentication"] == "NONE"
     assert authenticator_properties(local) == {}
+
+
+@pytest.mark.parametrize("auth", list(AnalystAuth))
+def test_the_thrift_server_session_is_read_only_whatever_the_login(
+    auth: AnalystAuth, tmp_path: Path
+) -> None:
+    conf = thrift_conf(AnalystSettings(auth=auth), _loader(tmp_path))
+
+    # After Delta's extension, so Delta's statements are checked as the commands they become.
+    assert conf["spark.sql.extensions"] == (
+        f"io.delta.sql.DeltaSparkSessionExtension,{READ_ONLY_EXTENSION}"
+    )
+    assert conf["spark.driver.extraClassPath"] == str(tmp_path / "hub-thrift-auth-0.1.0.jar")
+
+
+def test_the_loader_and_hub_sql_sessions_stay_writable(tmp_path: Path) -> None:
+    conf = session_conf(_loader(tmp_path), jars=[tmp_path / "delta-spark.jar"])
+
+    assert READ_ONLY_EXTENSION not in conf["spark.sql.extensions"]
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "10.0.0.5", "analysts.example.com"])
