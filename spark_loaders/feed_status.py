@@ -83,7 +83,7 @@ class FeedStatusBook:
             log.info("feed %s lands again in batch %d (was %s)", topic, batch_id, current.state)
         waiting = current.parked_offsets if current is not None else {}
         # Offsets parked before stay listed until a reprocessing swap has landed them.
-        self._set(FeedStatus(topic, FeedState.LANDING, _now(), batch_id, parked_offsets=waiting))
+        self._set(FeedStatus(topic, FeedState.LANDING, now_iso(), batch_id, parked_offsets=waiting))
 
     def reprocessed(self, topic: str, *, end_offsets: dict[str, int]) -> None:
         """A rebuild read `topic` up to `end_offsets` (partition -> last offset) and is swapped
@@ -118,7 +118,7 @@ class FeedStatusBook:
     ) -> FeedStatus:
         """Record an incident: the topic's batch was quarantined or parked."""
         current = self._statuses.get(topic)
-        since = current.since if current is not None and current.state is state else _now()
+        since = current.since if current is not None and current.state is state else now_iso()
         parked = dict(current.parked_offsets) if current is not None else {}
         for partition, (first, last) in (offsets or {}).items():
             known = parked.get(str(partition))
@@ -152,5 +152,6 @@ def write_atomically(path: Path, body: object) -> None:
     os.replace(temporary, path)
 
 
-def _now() -> str:
+def now_iso() -> str:
+    """Now, in UTC, as the ISO 8601 text the status files hold."""
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -10,12 +10,11 @@ Unlike the bronze file, it may be written by two processes (the loader's passes 
 changes only its own tables' entries.
 """
 
-import datetime as dt
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from spark_loaders.feed_status import write_atomically
+from spark_loaders.feed_status import now_iso, write_atomically
 from spark_loaders.types import GoldState
 
 STATUS_FILE = "hub-gold.tables.json"
@@ -72,7 +71,7 @@ class GoldStatusBook:
         """Record the table's state after a pass; the file changes only when the entry does."""
         statuses = self._read()
         current = statuses.get(table)
-        since = current.since if current is not None and current.state is state else _now()
+        since = current.since if current is not None and current.state is state else now_iso()
         status = GoldTableStatus(table, model, state, since, reason_code, message)
         if current == status:
             return
@@ -87,7 +86,3 @@ class GoldStatusBook:
             table: replace(GoldTableStatus(**entry), state=GoldState(entry["state"]))
             for table, entry in body.items()
         }
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
