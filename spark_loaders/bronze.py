@@ -14,9 +14,11 @@ dependency every topic shares (registry, metastore) are retried and then fail th
 the query redoes from its checkpoint. Each topic's state is kept in `spark_loaders.feed_status`.
 """
 
+import functools
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -161,8 +163,10 @@ class BronzeLoader:
             for topic, schema_ids in sorted(by_topic.items()):
                 table = bronze_table(TopicName(topic))
                 merge = batch_id <= merge_through.get(table, -1)
-                outcome = self._land_contained(
-                    batch.where(F.col("topic") == topic),
+                records = batch.where(F.col("topic") == topic)
+                land = functools.partial(
+                    self._land_topic,
+                    records,
                     topic,
                     schema_ids,
                     unframed=topic in unframed,
@@ -171,6 +175,14 @@ class BronzeLoader:
                     merge=merge,
                     verified=verified,
                     counts=counts[topic],
+                )
+                outcome = self._land_contained(
+                    land,
+                    records,
+                    topic,
+                    batch_id=batch_id,
+                    ingested_at=ingested_at,
+                    total=sum(counts[topic].values()),
                 )
                 landed.append(f"{table} <- {outcome}")
             if landed:
@@ -181,18 +193,16 @@ class BronzeLoader:
 
     def _land_contained(
         self,
+        land: Callable[..., str],
         records: DataFrame,
         topic: str,
-        schema_ids: set[SchemaId],
         *,
-        unframed: bool,
         batch_id: int,
         ingested_at: Column,
-        merge: bool,
-        verified: dict[tuple[str, SchemaId], int],
-        counts: dict[SchemaId | None, int],
+        total: int,
     ) -> str:
-        """`_land_topic`, with the topic's own failures kept to the topic.
+        """`land(progress=...)` (`_land_topic` for one topic's `total` records), with the
+        topic's own failures kept to the topic.
 
         Dependency failures are retried (`LANDING_BACKOFF`) and then raised: the batch fails
         and is redone from the checkpoint. A failure of the loader itself is raised as is.
@@ -202,18 +212,7 @@ class BronzeLoader:
 
         def attempt() -> str:
             try:
-                return self._land_topic(
-                    records,
-                    topic,
-                    schema_ids,
-                    unframed=unframed,
-                    batch_id=batch_id,
-                    ingested_at=ingested_at,
-                    merge=merge,
-                    verified=verified,
-                    counts=counts,
-                    progress=progress,
-                )
+                return land(progress=progress)
             except Exception as error:
                 if classify(error) is FailureKind.DEPENDENCY:
                     raise as_transient(error) from error
@@ -231,7 +230,7 @@ class BronzeLoader:
             if classify(error) is not FailureKind.FEED:
                 raise
             note = self._set_aside(records, topic, error, batch_id, ingested_at, progress)
-            return f"{sum(counts.values())} records: {note}"
+            return f"{total} records: {note}"
         self.statuses.landing(topic, batch_id=batch_id)
         return note
 

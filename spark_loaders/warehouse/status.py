@@ -6,11 +6,15 @@ built: its `GoldState`, the reason code and message of its last incident, and si
 in that state. The file is rewritten atomically, and only when a table changes state.
 
 Unlike the bronze file, it may be written by two processes (the loader's passes and a
-`hub warehouse build` run next to it), so every change re-reads the file first: each writer
-changes only its own tables' entries.
+`hub warehouse build` run next to it), so every change re-reads the file under an exclusive lock
+(`flock` on `hub-gold.tables.json.lock`): each writer changes only its own tables' entries, and
+no writer's change is lost to another's.
 """
 
+import fcntl
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -69,14 +73,27 @@ class GoldStatusBook:
         message: str | None = None,
     ) -> None:
         """Record the table's state after a pass; the file changes only when the entry does."""
-        statuses = self._read()
-        current = statuses.get(table)
-        since = current.since if current is not None and current.state is state else now_iso()
-        status = GoldTableStatus(table, model, state, since, reason_code, message)
-        if current == status:
-            return
-        statuses[table] = status
-        write_atomically(self._path, {t: asdict(s) for t, s in sorted(statuses.items())})
+        with self._locked():
+            statuses = self._read()
+            current = statuses.get(table)
+            since = current.since if current is not None and current.state is state else now_iso()
+            status = GoldTableStatus(table, model, state, since, reason_code, message)
+            if current == status:
+                return
+            statuses[table] = status
+            write_atomically(self._path, {t: asdict(s) for t, s in sorted(statuses.items())})
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Held while a writer reads, changes and replaces the file; readers need no lock, as
+        the file is replaced whole."""
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self._path.with_name(f"{self._path.name}.lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _read(self) -> dict[str, GoldTableStatus]:
         if not self._path.exists():

@@ -3,25 +3,32 @@ feed (value and key subjects), a subject of their domain and per-subject setting
 callers that attack them (the other team, anonymous, admin).
 
 `Hub.snapshot(team)` reads everything a team owns, so a test can assert that a refused request
-changed none of it.
+changed none of it. With a `Lake`, the teams' feeds have been landed in Delta by the real bronze
+loader, and the snapshot holds each feed's table too: its metastore entry and Delta commits after
+every case, and its rows once the loader has landed again (`Lake.land`, `Hub.rows`).
 """
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import httpx
 import pytest
+from pyspark.sql import SparkSession
 
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.settings import KafkaSettings
 from migrations import migrate
+from spark_loaders.settings import LoaderSettings
 from tests.support.api_server import serve_api, spawn_api
 from tests.support.hub_client import bearer, create_feed, create_key
+from tests.support.loader import land_once
 from tests.support.waiting import wait_until
 
 REGISTRY = "application/vnd.schemaregistry.v1+json"
@@ -71,6 +78,42 @@ class Team:
 
 
 @dataclass(frozen=True)
+class Lake:
+    """The teams' feeds in Delta: the bronze loader of the session's Spark, landing only them,
+    with checkpoints of its own and schemas from the tier's hub."""
+
+    spark: SparkSession
+    settings: LoaderSettings
+    kafka: KafkaSettings
+    _locations: dict[str, Path] = field(default_factory=dict)
+
+    @staticmethod
+    def table(topic: str) -> str:
+        return f"bronze.{topic.replace('.', '_')}"
+
+    def land(self) -> None:
+        """Land what the teams' topics hold now."""
+        land_once(self.spark, self.settings, self.kafka)
+
+    def commits(self, topic: str) -> tuple[bool, list[str]]:
+        """Whether the table is in the metastore, and its Delta log's files: any write to it,
+        from any engine, adds one."""
+        table = self.table(topic)
+        if not self.spark.catalog.tableExists(table):
+            return False, []
+        if table not in self._locations:
+            detail = self.spark.sql(f"DESCRIBE DETAIL {table}").collect()[0]
+            self._locations[table] = Path(urlparse(detail["location"]).path)
+        log = self._locations[table] / "_delta_log"
+        return True, sorted(entry.name for entry in log.iterdir() if entry.suffix == ".json")
+
+    def rows(self, topic: str) -> list[tuple[Any, ...]]:
+        """The table's rows, every column, in a stable order."""
+        rows = self.spark.table(self.table(topic)).collect()
+        return sorted(tuple(str(value) for value in row) for row in rows)
+
+
+@dataclass(frozen=True)
 class Hub:
     url: str
     database_url: str
@@ -79,6 +122,7 @@ class Hub:
     teams: dict[str, Team]
     outside_topic: str  # a Kafka topic that is no feed
     kafka: TopicAdmin
+    lake: Lake | None = None  # the teams' feeds landed in Delta (`with_lake`)
 
     def headers(self, caller: str) -> dict[str, str]:
         """Headers of a caller: a team's name, `admin` or `anonymous`."""
@@ -115,7 +159,15 @@ class Hub:
                 for k in ("owner", "partitions", "schema_versions", "end_offsets", "retention_ms")
             }
         seen["topics"] = (self.kafka.exists(owned.topic), self.kafka.exists(f"{owned.topic}.dlq"))
+        if self.lake is not None:
+            seen["table"] = self.lake.commits(owned.topic)
         return seen
+
+    def rows(self, team: str) -> list[tuple[Any, ...]]:
+        """The rows of `team`'s feed table, after the loader has landed everything again."""
+        assert self.lake is not None, "a hub without a lake has no tables"
+        self.lake.land()
+        return self.lake.rows(self.teams[team].topic)
 
     def inventory(self) -> tuple[list[str], list[str]]:
         """Every subject (soft-deleted too) and every feed's topic: what no refused request
@@ -218,9 +270,34 @@ def running_hub(
         )
 
 
+def with_lake(hub: Hub, spark: SparkSession, base: LoaderSettings, home: Path) -> Hub:
+    """`hub`, its teams' feeds landed in Delta by the bronze loader (checkpoints under `home`)."""
+    topics = "|".join(team.topic.replace(".", "\\.") for team in hub.teams.values())
+    settings = base.model_copy(
+        update={
+            "registry_url": hub.url,
+            "registry_key": hub.admin_key,
+            "checkpoint_dir": home / "checkpoints",
+            "topic_pattern": f"^({topics})$",
+            "schema_refresh_seconds": 0.0,
+        }
+    )
+    lake = Lake(spark, settings, KafkaSettings(bootstrap_servers=hub.bootstrap))
+    lake.land()
+    for team in hub.teams.values():
+        assert len(lake.rows(team.topic)) == 2, f"{team.topic} was not landed"
+    return dataclasses.replace(hub, lake=lake)
+
+
 @pytest.fixture(scope="module")
-def hub(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
-    """A hub of the module's own, on SQLite, with teams `sec_a` and `sec_b`."""
-    database = f"sqlite:///{tmp_path_factory.mktemp('security') / 'hub.db'}"
-    with running_hub(database_url=database, bootstrap=kafka_bootstrap) as running:
-        yield running
+def hub(
+    kafka_bootstrap: str,
+    spark: SparkSession,
+    loader_settings: LoaderSettings,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Hub]:
+    """A hub of the module's own, on SQLite, with teams `sec_a` and `sec_b`, their feeds landed
+    in Delta."""
+    home = tmp_path_factory.mktemp("security")
+    with running_hub(database_url=f"sqlite:///{home / 'hub.db'}", bootstrap=kafka_bootstrap) as hub:
+        yield with_lake(hub, spark, loader_settings, home)

@@ -148,10 +148,17 @@ def untouched(hub: Hub) -> dict[str, Any]:
     return {team: hub.snapshot(team) for team in (OWNER, OTHER)}
 
 
+@pytest.fixture(scope="module")
+def other_rows(hub: Hub) -> list[tuple[Any, ...]]:
+    """The other team's table before any hostile request."""
+    assert hub.lake is not None
+    return hub.lake.rows(hub.teams[OTHER].topic)
+
+
 @pytest.mark.parametrize("caller", CALLERS)
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_hostile_input_is_a_coded_4xx_that_changes_nothing(
-    hub: Hub, untouched: dict[str, Any], caller: str, case: Case
+    hub: Hub, untouched: dict[str, Any], other_rows: list[tuple[Any, ...]], caller: str, case: Case
 ) -> None:
     body = None if case.body is None else json.loads(_filled(hub, json.dumps(case.body)))
     answer = hub.call(caller, case.method, _filled(hub, case.path), body=body)
@@ -182,3 +189,10 @@ def test_a_hostile_record_is_refused_alone_and_its_batch_is_published(
     first, refused, last = answer.json()["results"]
     assert refused["error_code"] == 42220, refused
     assert first["offset"] is not None and last["offset"] is not None
+
+
+def test_after_all_hostile_input_the_loader_lands_nothing_new_for_the_other_team(
+    hub: Hub, other_rows: list[tuple[Any, ...]]
+) -> None:
+    # Last in the module: the loader lands whatever the cases above put in Kafka.
+    assert hub.rows(OTHER) == other_rows

@@ -25,12 +25,14 @@ import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, seed, settings
+from pyspark.sql import SparkSession
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 from sqlalchemy import create_engine, text
 
 from hub_api.settings import ApiSettings
-from tests.security.conftest import Hub, running_hub
+from spark_loaders.settings import LoaderSettings
+from tests.security.conftest import Hub, running_hub, with_lake
 from tests.security.strategies import avro_schemas, publish_bodies
 
 pytestmark = pytest.mark.security
@@ -48,9 +50,14 @@ _UNLIMITED = {"rate_limit_per_second": 1e9, "rate_limit_burst": 10**9}
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def fuzz_hub(
-    request: pytest.FixtureRequest, kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    kafka_bootstrap: str,
+    spark: SparkSession,
+    loader_settings: LoaderSettings,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Hub]:
-    """A hub with three teams, on a fresh SQLite file or PostgreSQL database."""
+    """A hub with three teams, on a fresh SQLite file or PostgreSQL database, their feeds landed
+    in Delta."""
     if request.param == "sqlite":
         database = f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'hub.db'}"
     else:
@@ -60,7 +67,7 @@ def fuzz_hub(
     with running_hub(
         database_url=database, bootstrap=kafka_bootstrap, teams=TEAMS, process_home=home, **api
     ) as hub:
-        yield hub
+        yield with_lake(hub, spark, loader_settings, home)
 
 
 def _fresh_postgres_database(server: str) -> str:
@@ -222,10 +229,13 @@ def test_fuzzing_every_operation_as_every_caller_finds_no_5xx_and_no_ownership_b
     fuzz_hub: Hub,
 ) -> None:
     findings = Findings(owners={team.topic: name for name, team in fuzz_hub.teams.items()})
+    assert fuzz_hub.lake is not None
     bystander = fuzz_hub.snapshot(BYSTANDER)
+    bystander_rows = fuzz_hub.lake.rows(fuzz_hub.teams[BYSTANDER].topic)
 
     _fuzz(fuzz_hub, CALLERS, EXAMPLES, findings)
     assert fuzz_hub.snapshot(BYSTANDER) == bystander
+    assert fuzz_hub.rows(BYSTANDER) == bystander_rows  # after landing what the fuzzing published
     _fuzz(fuzz_hub, ("admin",), EXAMPLES, findings)
 
     print(f"answers by status: {dict(sorted(findings.statuses.items()))}")

@@ -1,5 +1,6 @@
 """Every write to what another team owns, or to what the hub keeps for itself, is refused with
-its code, as every caller, and leaves the other team's subjects, feed and topics as they were.
+its code, as every caller, and leaves the other team's subjects, feed, topics and table as they
+were.
 
 One table of hostile writes (`CASES`), run as team `sec_a` against team `sec_b`'s resources, as
 anonymous, and (for reserved and foreign topics, which nobody may claim) as an admin.
@@ -154,11 +155,13 @@ def _request(hub: Hub, caller: str, case: Case) -> Any:
 @pytest.fixture(scope="module")
 def untouched(hub: Hub) -> dict[str, Any]:
     """What both teams own and what the hub holds, before any hostile request."""
+    assert hub.lake is not None
     return {
         "victim": hub.snapshot(VICTIM),
         "attacker": hub.snapshot(ATTACKER),
         "inventory": hub.inventory(),
         "outside": hub.kafka.exists(hub.outside_topic),
+        "rows": {team: hub.lake.rows(hub.teams[team].topic) for team in (VICTIM, ATTACKER)},
     }
 
 
@@ -185,3 +188,10 @@ def test_a_hostile_write_gets_its_code_and_changes_nothing_of_the_other_team(
     expected = (401, 40101) if caller == "anonymous" else case.expected
     assert (answer.status_code, answer.json().get("error_code")) == expected, answer.text
     _assert_untouched(hub, untouched)
+
+
+def test_after_every_hostile_write_the_loader_lands_nothing_new_in_either_team_s_table(
+    hub: Hub, untouched: dict[str, Any]
+) -> None:
+    # Last in the module: the loader lands whatever the cases above put in Kafka.
+    assert {team: hub.rows(team) for team in (VICTIM, ATTACKER)} == untouched["rows"]
