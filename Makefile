@@ -34,7 +34,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 $(JARS)/.fetched: jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-connectors/pom.xml jvm/metastore/pom.xml \
 		jvm/thrift-auth/pom.xml $(wildcard jvm/thrift-auth/src/main/java/org/integrationhub/thrift/*.java) \
 		$(VENV)/.installed
-	@echo "==> JVM jars from Maven Central into $(JARS) (Kafka broker; Delta, Kafka and Avro for Spark; Derby metastore server; the Thrift server's authenticator)"
+	@echo "==> JVM jars from Maven Central into $(JARS) (Kafka broker; Delta, Kafka and Avro for Spark; Derby metastore server and the PostgreSQL JDBC driver; the Thrift server's authenticator)"
 	@java -version 2>&1 | head -1
 	rm -rf $(JARS)/kafka $(JARS)/spark $(JARS)/metastore
 	mvn -B -ntp -s jvm/settings.xml -f jvm/pom.xml package -Dhub.jars.dir=$(JARS) \

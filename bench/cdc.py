@@ -36,6 +36,7 @@ from catalog.types import TeamName  # noqa: E402
 from hub_core.database import create_database_engine  # noqa: E402
 from hub_kafka.admin import TopicAdmin  # noqa: E402
 from hub_kafka.local_broker import LocalBroker  # noqa: E402
+from hub_kafka.security import client_config  # noqa: E402
 from hub_kafka.settings import KafkaSettings  # noqa: E402
 from migrations import migrate  # noqa: E402
 from tests.support.ports import free_port  # noqa: E402
@@ -75,7 +76,8 @@ def workload(dsn: str, changes: int) -> None:
 
 
 def end_offset(bootstrap: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-cdc-watch"})
+    kafka = KafkaSettings(bootstrap_servers=bootstrap)
+    consumer = Consumer({**client_config(kafka), "group.id": "bench-cdc-watch"})
     try:
         metadata = consumer.list_topics(topic, timeout=10)
         if topic not in metadata.topics or metadata.topics[topic].error is not None:

@@ -43,6 +43,7 @@ from pyspark.sql.streaming import StreamingQuery  # noqa: E402
 
 from bench.servers import api_server, sqlite_database  # noqa: E402
 from hub_kafka.local_broker import LocalBroker  # noqa: E402
+from hub_kafka.security import spark_options  # noqa: E402
 from hub_kafka.settings import KafkaSettings  # noqa: E402
 from spark_loaders.bronze import BronzeLoader  # noqa: E402
 from spark_loaders.session import spark_session  # noqa: E402
@@ -185,7 +186,7 @@ def _minimal(
     path = str(home / "minimal" / topic)
     stream = (
         spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .options(**spark_options(kafka))
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .load()

@@ -13,6 +13,7 @@ import fastavro
 from confluent_kafka import KafkaError, Message, Producer
 
 from bench.publish_stack import SCHEMA, TOPIC, Cpu, Stack, reading
+from hub_kafka.security import client_config
 
 BODY_VARIANTS = 4  # distinct request bodies per batch size, sent in turn
 REQUEST_TIMEOUT_S = 60.0
@@ -28,7 +29,7 @@ class Ceiling:
     def __init__(self, stack: Stack, schema_id: int) -> None:
         self._producer = Producer(
             {
-                "bootstrap.servers": stack.bootstrap,
+                **client_config(stack.kafka),
                 "enable.idempotence": True,
                 "acks": "all",
                 "linger.ms": stack.kafka.linger_ms,

@@ -26,6 +26,7 @@ from hub_core.naming import TopicName
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.errors import KafkaUnavailable
 from hub_kafka.producer import FeedProducer, OutgoingRecord
+from hub_kafka.security import client_config
 from hub_kafka.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
@@ -161,7 +162,7 @@ def consumer(kafka: KafkaSettings) -> Consumer:
     """A consumer of state topics: assigned partitions, no group offsets."""
     return Consumer(
         {
-            "bootstrap.servers": kafka.bootstrap_servers,
+            **client_config(kafka),
             "group.id": f"hub-connect-state-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "enable.partition.eof": False,

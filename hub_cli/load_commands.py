@@ -28,17 +28,27 @@ def load_run(
             "repeat it for several models (in HUB_WAREHOUSE_MODEL: paths separated by `:`).",
         ),
     ] = None,
+    master: Annotated[
+        str | None,
+        typer.Option(
+            "--master",
+            help="Spark master, e.g. spark://127.0.0.1:7077 for `hub spark start`'s cluster "
+            "(default HUB_LOADER_MASTER, local[*]).",
+        ),
+    ] = None,
 ) -> None:
     """Land every hub topic continuously in bronze Delta tables, until SIGTERM or Ctrl-C.
 
     Changelog topics are also kept in silver tables; with --warehouse, gold tables too.
+    On a cluster (--master spark://...) this process is the driver; executors run the tasks.
     """
     from hub_kafka.settings import KafkaSettings
     from spark_loaders import LoaderSettings, spark_session
     from spark_loaders.runner import run_streams
     from spark_loaders.silver.runner import Downstream
 
-    settings = LoaderSettings()
+    # Built with the option, not copied: the master is validated like HUB_LOADER_MASTER.
+    settings = LoaderSettings(master=master) if master else LoaderSettings()
     with spark_session(settings) as spark:
         downstream = Downstream(spark, settings, warehouse=_model_paths(warehouse or []))
         if not once:

@@ -14,6 +14,7 @@ from hub_cli.connect_commands import connect_app
 from hub_cli.load_commands import load_app
 from hub_cli.logs import configure_logging
 from hub_cli.service_commands import add_service_commands
+from hub_cli.spark_commands import spark_app
 from hub_cli.warehouse_commands import warehouse_app
 from hub_core.errors import ErrorCode, HubError
 from hub_core.settings import invalid_settings_message
@@ -48,6 +49,7 @@ app.add_typer(key_app, name="key")
 analyst_commands.register(app)  # sql, metastore, analyst
 app.add_typer(connect_app, name="connect")
 app.add_typer(warehouse_app, name="warehouse")
+app.add_typer(spark_app, name="spark")
 
 
 @app.callback()
@@ -80,6 +82,33 @@ def _local_broker() -> "LocalBroker":
     return LocalBroker(KafkaSettings())
 
 
+def _kafka_start(
+    sasl_ssl: Annotated[
+        bool,
+        typer.Option(
+            "--sasl-ssl",
+            help="Serve clients over SASL_SSL (SCRAM, a CA made under the broker's home) "
+            "instead of PLAINTEXT; the same as HUB_KAFKA_BROKER_SECURITY=sasl_ssl.",
+        ),
+    ] = False,
+) -> None:
+    """Start the local broker and print the settings clients connect with."""
+    from hub_kafka.local_broker import LocalBroker
+    from hub_kafka.security import client_environment
+    from hub_kafka.settings import BrokerSecurity, KafkaSettings
+
+    settings = KafkaSettings()
+    if sasl_ssl:
+        settings = settings.model_copy(update={"broker_security": BrokerSecurity.SASL_SSL})
+    broker = LocalBroker(settings)
+    status = broker.start()
+    typer.echo(f"Kafka is running (pid {status.pid}) on {broker.bootstrap_servers}")
+    if broker.secured:
+        typer.echo("Clients connect with (the password is in the file named):")
+        for name, value in client_environment(broker.client_settings()).items():
+            typer.echo(f"  {name}={value}")
+
+
 add_service_commands(
     kafka_app,
     name="Kafka",
@@ -90,6 +119,7 @@ add_service_commands(
     "is ready.",
     help_stop="Stop the local broker cleanly.",
     help_status="Say whether the local broker runs and answers; exit 1 when it does not run.",
+    start_command=_kafka_start,
 )
 
 

@@ -49,6 +49,7 @@ def add_service_commands(
     help_status: str,
     started: Callable[[S], Iterable[str]] = lambda _: (),
     before_status: Callable[[], bool] = lambda: True,
+    start_command: Callable[..., None] | None = None,
 ) -> None:
     """Add `start`, `stop` and `status` of the service that `build` makes to `app`.
 
@@ -56,6 +57,7 @@ def add_service_commands(
     but does not serve yet; `started` gives the lines `start` prints after its first.
     `before_status` runs first in `status` and prints what it must; when it returns False (the
     settings select no local service), `status` ends there with exit status 0.
+    `start_command` replaces the plain `start` (for a service whose start takes options).
     """
 
     # `build` runs inside each command, never at registration, so that `hub --help` reads no
@@ -82,6 +84,6 @@ def add_service_commands(
         state = "ready" if status.ready else starting
         typer.echo(f"{name} is running (pid {status.pid}) on {address(service)}: {state}")
 
-    app.command("start", help=help_start)(start)
+    app.command("start", help=help_start)(start_command or start)
     app.command("stop", help=help_stop)(stop)
     app.command("status", help=help_status)(status)

@@ -30,6 +30,7 @@ from hub_core.environment import child_environment
 from hub_core.naming import TopicName, bronze_table
 from hub_core.settings import default_home
 from hub_kafka.local_broker import LocalBroker
+from hub_kafka.security import client_environment
 from hub_kafka.settings import KafkaSettings
 from migrations import migrate
 from registry.settings import RegistrySettings
@@ -80,14 +81,22 @@ def write_secret(path: Path, text: str) -> None:
         raise
 
 
+# The Kafka login of every child that talks to Kafka (SASL password, client key password).
+KAFKA_SECRETS = frozenset({"HUB_KAFKA_SASL_PASSWORD", "HUB_KAFKA_SSL_KEY_PASSWORD"})
+
 # The hub secrets each child of `hub up` needs; it gets no other (see hub_core.environment).
 # The metastore server and the Kafka broker are JVMs that need none (`BackgroundProcess`).
 CHILD_SECRETS: dict[str, frozenset[str]] = {
     # The registry and catalog database.
-    "API server": frozenset({"HUB_REGISTRY_DATABASE_URL"}),
+    "API server": frozenset({"HUB_REGISTRY_DATABASE_URL", *KAFKA_SECRETS}),
     # Schemas by id from the API, and the metastore database.
     "loader": frozenset(
-        {"HUB_LOADER_REGISTRY_KEY", "HUB_LOADER_METASTORE_URL", "HUB_LOADER_METASTORE_PASSWORD"}
+        {
+            "HUB_LOADER_REGISTRY_KEY",
+            "HUB_LOADER_METASTORE_URL",
+            "HUB_LOADER_METASTORE_PASSWORD",
+            *KAFKA_SECRETS,
+        }
     ),
     # The metastore database only: it reads tables, never the registry.
     "analyst server": frozenset({"HUB_LOADER_METASTORE_URL", "HUB_LOADER_METASTORE_PASSWORD"}),
@@ -95,12 +104,19 @@ CHILD_SECRETS: dict[str, frozenset[str]] = {
 
 
 def child_env(
-    name: str, *, parent: Mapping[str, str], bootstrap_servers: str, api_url: str, admin_key: str
+    name: str,
+    *,
+    parent: Mapping[str, str],
+    bootstrap_servers: str,
+    api_url: str,
+    admin_key: str,
+    kafka: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of the `hub up` child `name`: `parent`'s without the secrets it does not
-    need, with the local broker's address, for the loader the API's address and a key, and for
-    the analyst server the API's address (it checks the keys of logins there)."""
-    extra = {"HUB_KAFKA_BOOTSTRAP_SERVERS": bootstrap_servers}
+    need, with the local broker's address (and, in `kafka`, how to log in to it), for the
+    loader the API's address and a key, and for the analyst server the API's address (it
+    checks the keys of logins there)."""
+    extra = {**(kafka or {}), "HUB_KAFKA_BOOTSTRAP_SERVERS": bootstrap_servers}
     if name == "loader":
         extra["HUB_LOADER_REGISTRY_URL"] = api_url
         extra["HUB_LOADER_REGISTRY_KEY"] = parent.get("HUB_LOADER_REGISTRY_KEY", admin_key)
@@ -174,9 +190,8 @@ class LocalStack:
         if not self._broker.status().running:
             self._started_broker = True
         self._broker.start()
-        self._kafka = self._kafka.model_copy(
-            update={"bootstrap_servers": self._broker.bootstrap_servers}
-        )
+        # The broker's address, and with a secured broker its CA and login.
+        self._kafka = self._broker.client_settings()
         log.info("migrating the hub's database")
         migrate.upgrade(self._registry.database_url)
         engine = create_database_engine(self._registry.database_url)
@@ -219,6 +234,7 @@ class LocalStack:
             bootstrap_servers=self._kafka.bootstrap_servers,
             api_url=self.api_url,
             admin_key=self._admin_key,
+            kafka=client_environment(self._kafka),
         )
         command = [sys.executable, "-m", "hub_cli.main", *args]
         self._supervisor.start(ChildSpec(name, command, env, self._log_path(name)))

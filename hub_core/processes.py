@@ -12,7 +12,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from hub_core.environment import child_environment
@@ -55,11 +55,17 @@ class BackgroundProcess:
         return pid
 
     def start(
-        self, command: list[str], *, output: Path, cwd: Path | None = None
+        self,
+        command: list[str],
+        *,
+        output: Path,
+        cwd: Path | None = None,
+        extra_env: Mapping[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
         """Run `command` in a session of its own, its output appended to `output`.
 
-        The service gets no hub secrets: none of the JVM services the hub runs needs one."""
+        The service gets no hub secrets: none of the JVM services the hub runs needs one.
+        `extra_env` adds variables of the service's own (Spark's daemons read theirs so)."""
         with output.open("ab") as sink:
             process = subprocess.Popen(
                 command,
@@ -67,7 +73,7 @@ class BackgroundProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 cwd=cwd,
-                env=child_environment(),
+                env=child_environment(extra=extra_env),
                 # A terminal's Ctrl-C reaches the hub, which stops the service itself.
                 start_new_session=True,
             )

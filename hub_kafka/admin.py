@@ -14,6 +14,7 @@ from confluent_kafka.admin import (
 )
 
 from hub_kafka.errors import KafkaUnavailable, TopicNameCollides
+from hub_kafka.security import client_config
 from hub_kafka.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ class TopicAdmin:
 
     def __init__(self, settings: KafkaSettings) -> None:
         self._settings = settings
-        self._admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+        self._admin = AdminClient(client_config(settings))
 
     def create(self, topic: str, *, partitions: int, config: dict[str, str]) -> bool:
         """Create `topic`; False when it already exists (its settings are then left as they are),
@@ -101,9 +102,7 @@ class TopicAdmin:
         described = metadata.topics.get(topic)
         if described is None or described.error is not None:
             return None
-        consumer = Consumer(
-            {"bootstrap.servers": self._settings.bootstrap_servers, "group.id": "hub-admin"}
-        )
+        consumer = Consumer({**client_config(self._settings), "group.id": "hub-admin"})
         try:
             ends = {
                 p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]

@@ -25,3 +25,31 @@ class TopicNameCollides(TerminalError):
 
 class BrokerError(LocalServiceFailed):
     """The local broker could not be started or stopped."""
+
+
+class KafkaAuthFailed(TerminalError):
+    """The brokers refused the hub's SASL login: only new credentials help, not a retry."""
+
+    code = ErrorCode.KAFKA_AUTH_FAILED
+
+    def __init__(self, servers: str, *, mechanism: str, username: str, detail: str) -> None:
+        super().__init__(
+            f"Kafka at {servers} refused the SASL login of user '{username}' ({mechanism}): "
+            f"{detail}. Check HUB_KAFKA_SASL_USERNAME, HUB_KAFKA_SASL_PASSWORD (or "
+            "HUB_KAFKA_SASL_PASSWORD_FILE) and HUB_KAFKA_SASL_MECHANISM."
+        )
+
+
+class KafkaTlsFailed(TerminalError):
+    """The TLS handshake with the brokers failed (most often: their certificate is not signed
+    by a CA the hub trusts); only new settings or certificates help, not a retry."""
+
+    code = ErrorCode.KAFKA_TLS_FAILED
+
+    def __init__(self, servers: str, *, detail: str) -> None:
+        super().__init__(
+            f"The TLS handshake with Kafka at {servers} failed: {detail}. Check "
+            "HUB_KAFKA_SSL_CA_LOCATION (the PEM of the CA that signed the brokers' "
+            "certificates), HUB_KAFKA_SSL_ENDPOINT_IDENTIFICATION and, for mTLS, "
+            "HUB_KAFKA_SSL_CERTIFICATE_LOCATION and HUB_KAFKA_SSL_KEY_LOCATION."
+        )

@@ -1,11 +1,20 @@
 """A single-node Kafka broker in KRaft mode, run from the jars `make jars` fetched.
 
 Used by `hub kafka start|stop|status`, by `hub up` and by the test fixtures. Everything it writes
-(data, logs, configuration, pid file) lives under one state directory.
+(data, logs, configuration, pid file, TLS files) lives under one state directory.
+
+With `broker_security=sasl_ssl` the client listener speaks SASL_SSL: TLS with a certificate from
+a private CA made at first start (`hub_kafka.certificates`), and SCRAM-SHA-512, SCRAM-SHA-256 or
+PLAIN logins. SCRAM users are stored when the storage is formatted (KIP-900), so the broker
+authenticates clients from its first second. The controller listener stays PLAINTEXT on
+loopback. `client_settings()` gives the settings a client needs to connect.
 """
 
 import base64
 import logging
+import os
+import re
+import secrets
 import subprocess
 import uuid
 from dataclasses import dataclass
@@ -16,10 +25,17 @@ from confluent_kafka.admin import AdminClient
 
 from hub_core.environment import child_environment
 from hub_core.processes import BackgroundProcess, java_command, port_open
+from hub_kafka.certificates import TlsFiles, make_certificates
 from hub_kafka.errors import BrokerError
-from hub_kafka.settings import KafkaSettings
+from hub_kafka.security import client_config
+from hub_kafka.settings import BrokerSecurity, KafkaSettings, SecurityProtocol
 
 log = logging.getLogger(__name__)
+
+_SCRAM_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
+_LISTENER = "SASL_SSL"
+# What the storage tool's `--add-scram` reads unquoted inside `[name=...,password=...]`.
+_SCRAM_SAFE = re.compile(r"[A-Za-z0-9._~-]+")
 
 _LOG4J2 = """\
 status = warn
@@ -53,10 +69,53 @@ class LocalBroker:
         self.home = settings.broker_home
         self.bootstrap_servers = f"127.0.0.1:{settings.broker_port}"
         self._process = BackgroundProcess("Kafka broker", self.home / "broker.pid")
+        self.tls = TlsFiles.under(self.home / "tls")
+        self._secured = settings.broker_security is BrokerSecurity.SASL_SSL or self._runs_secured()
 
     @property
     def log_file(self) -> Path:
         return self.home / "logs" / "server.log"
+
+    @property
+    def secured(self) -> bool:
+        """Whether the client listener is SASL_SSL."""
+        return self._secured
+
+    def _runs_secured(self) -> bool:
+        """Whether a broker already runs here with a SASL_SSL listener (started with
+        `--sasl-ssl`): `status` and `stop` then need not be told again."""
+        config = self.home / "server.properties"
+        return (
+            self._process.pid() is not None
+            and config.is_file()
+            and f"listeners={_LISTENER}://" in config.read_text()
+        )
+
+    @property
+    def sasl_username(self) -> str:
+        return self._settings.sasl_username or "hub"
+
+    @property
+    def sasl_password_file(self) -> Path:
+        """Where the password of the broker's SCRAM user is kept (mode 0600)."""
+        return self.home / "tls" / "sasl-password"
+
+    def client_settings(self) -> KafkaSettings:
+        """Settings with which a client reaches this broker (and logs in, if it is secured)."""
+        update: dict[str, object] = {"bootstrap_servers": self.bootstrap_servers}
+        if self._secured:
+            update |= {
+                "security_protocol": SecurityProtocol.SASL_SSL,
+                "sasl_username": self.sasl_username,
+                # The password the broker was given (it made its user with it), else its file.
+                **(
+                    {}
+                    if self._settings.sasl_password is not None
+                    else {"sasl_password_file": self.sasl_password_file}
+                ),
+                "ssl_ca_location": self.tls.ca_certificate,
+            }
+        return self._settings.model_copy(update=update)
 
     def start(self, *, timeout_s: float = 90.0) -> BrokerStatus:
         """Start the broker (formatting its storage on first start) and wait until it serves."""
@@ -66,6 +125,8 @@ class LocalBroker:
             self._wait_ready(timeout_s)
             return self.status()
         jars = self._classpath()
+        if self._secured:
+            self._prepare_security()
         config = self._write_config()
         if not (self.home / "data" / "meta.properties").exists():
             self._format(jars, config)
@@ -119,15 +180,17 @@ class LocalBroker:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         (self.home / "log4j2.properties").write_text(_LOG4J2.format(log_file=self.log_file))
         port, controller = self._settings.broker_port, self._settings.controller_port
+        listener = _LISTENER if self._secured else "PLAINTEXT"
         properties = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{controller}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "listeners": f"{listener}://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
+            "advertised.listeners": f"{listener}://127.0.0.1:{port}",
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": listener,
+            "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:PLAINTEXT",
+            **(self._security_properties() if self._secured else {}),
             "log.dirs": str(self.home / "data"),
             "num.partitions": "1",
             # One node: internal topics cannot have more replicas than that.
@@ -141,12 +204,74 @@ class LocalBroker:
             "auto.create.topics.enable": "false",
         }
         path = self.home / "server.properties"
-        path.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+        path.unlink(missing_ok=True)  # it may hold a password: readable by the owner only
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write("".join(f"{k}={_escaped(v)}\n" for k, v in properties.items()))
         return path
+
+    def _prepare_security(self) -> None:
+        """Make the CA and broker certificate, and the SCRAM user's password, unless present."""
+        if not self.tls.exist():
+            log.info("making a CA and a broker certificate in %s", self.tls.ca_certificate.parent)
+            make_certificates(self.tls)
+        if not self.sasl_password_file.is_file():
+            password = self._settings.sasl_password_value() or secrets.token_urlsafe(24)
+            descriptor = os.open(
+                self.sasl_password_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600
+            )
+            with os.fdopen(descriptor, "w") as out:
+                out.write(password)
+        if not _SCRAM_SAFE.fullmatch(self.sasl_username):
+            raise BrokerError(
+                "The local broker's SASL user name may hold only letters, digits and '._~-': "
+                "change HUB_KAFKA_SASL_USERNAME."
+            )
+        if not _SCRAM_SAFE.fullmatch(self._sasl_password()):
+            raise BrokerError(
+                "The local broker's SASL password may hold only letters, digits and '._~-' "
+                "(the storage tool reads it unquoted): change HUB_KAFKA_SASL_PASSWORD, or "
+                f"delete {self.sasl_password_file} to have one made."
+            )
+
+    def _sasl_password(self) -> str:
+        return self.sasl_password_file.read_text().rstrip("\r\n")
+
+    def _security_properties(self) -> dict[str, str]:
+        """The SASL_SSL listener: PEM certificates given inline (a PEM key in a file would
+        have to be encrypted), every mechanism the hub's clients support, and the broker's own
+        login for the inter-broker connection."""
+        user, password = self.sasl_username, self._sasl_password()
+        scram = (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{user}" password="{password}";'
+        )
+        plain = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="{user}" password="{password}" user_{user}="{password}";'
+        )
+        prefix = f"listener.name.{_LISTENER.lower()}"
+        return {
+            "sasl.enabled.mechanisms": ",".join((*_SCRAM_MECHANISMS, "PLAIN")),
+            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            f"{prefix}.scram-sha-512.sasl.jaas.config": scram,
+            f"{prefix}.scram-sha-256.sasl.jaas.config": scram,
+            f"{prefix}.plain.sasl.jaas.config": plain,
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.certificate.chain": self.tls.certificate.read_text(),
+            "ssl.keystore.key": self.tls.key.read_text(),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(self.tls.ca_certificate),
+        }
 
     def _format(self, classpath: str, config: Path) -> None:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         log.info("formatting Kafka storage in %s (cluster id %s)", self.home / "data", cluster_id)
+        users: list[str] = []
+        if self._secured:
+            log.info("adding SCRAM user '%s' to the storage", self.sasl_username)
+            login = f"name={self.sasl_username},password={self._sasl_password()}"
+            users = [f"--add-scram={mechanism}=[{login}]" for mechanism in _SCRAM_MECHANISMS]
         result = subprocess.run(
             [
                 *self._java(classpath),
@@ -157,6 +282,7 @@ class LocalBroker:
                 f"--cluster-id={cluster_id}",
                 "-c",
                 str(config),
+                *users,
             ],
             capture_output=True,
             text=True,
@@ -164,9 +290,11 @@ class LocalBroker:
             env=child_environment(),
         )
         if result.returncode != 0:
+            output = (result.stderr or result.stdout).strip()[-2000:]
+            if self._secured:
+                output = output.replace(self._sasl_password(), "***")
             raise BrokerError(
-                f"Formatting Kafka storage failed (exit {result.returncode}): "
-                f"{(result.stderr or result.stdout).strip()[-2000:]}"
+                f"Formatting Kafka storage failed (exit {result.returncode}): {output}"
             )
 
     def _wait_ready(
@@ -183,9 +311,14 @@ class LocalBroker:
         )
 
     def _answers(self, *, timeout_s: float) -> bool:
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        admin = AdminClient({**client_config(self.client_settings()), "log_level": 0})
         try:
             metadata = admin.list_topics(timeout=timeout_s)
         except KafkaException:
             return False
         return bool(metadata.brokers)
+
+
+def _escaped(value: str) -> str:
+    """A value for a Java properties file: line breaks (in inline PEM) and backslashes escaped."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n")

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from hub_core.naming import TopicName
+from hub_kafka.access import log_client_error
+from hub_kafka.security import client_config
 from hub_kafka.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
@@ -62,7 +64,7 @@ class FeedProducer:
         self._settings = settings
         self._producer = Producer(
             {
-                "bootstrap.servers": settings.bootstrap_servers,
+                **client_config(settings),
                 "enable.idempotence": True,
                 "acks": "all",
                 "linger.ms": settings.linger_ms,
@@ -70,7 +72,7 @@ class FeedProducer:
                 "queue.buffering.max.kbytes": settings.producer_queue_max_kbytes,
                 "delivery.timeout.ms": settings.delivery_timeout_ms,
                 "compression.type": "lz4",
-                "error_cb": _log_client_error,
+                "error_cb": log_client_error(settings),
             }
         )
         self._closed = threading.Event()
@@ -231,13 +233,13 @@ class TransactionalProducers:
             transactional_id = f"{self._id_prefix}-{self._created}"
         producer = Producer(
             {
-                "bootstrap.servers": self._settings.bootstrap_servers,
+                **client_config(self._settings),
                 "transactional.id": transactional_id,
                 "linger.ms": self._settings.linger_ms,
                 "queue.buffering.max.messages": self._settings.producer_queue_max_messages,
                 "queue.buffering.max.kbytes": self._settings.producer_queue_max_kbytes,
                 "compression.type": "lz4",
-                "error_cb": _log_client_error,
+                "error_cb": log_client_error(self._settings),
             }
         )
         producer.init_transactions(self._settings.delivery_timeout_ms / 1000)
@@ -399,7 +401,3 @@ _UNREACHABLE = frozenset(
 
 def _all_failed(items: Sequence[object], message: str) -> list[Delivery]:
     return [Delivery(error=message, retriable=True) for _ in items]
-
-
-def _log_client_error(err: KafkaError) -> None:
-    log.warning("kafka client: %s", err.str())

@@ -1,11 +1,60 @@
-"""Settings of the Kafka client side and the local broker (environment prefix `HUB_KAFKA_`)."""
+"""Settings of the Kafka client side and the local broker (environment prefix `HUB_KAFKA_`).
 
+The security settings (`security_protocol`, `sasl_*`, `ssl_*`) are one description of how to
+reach a secured cluster; `hub_kafka.security` turns them into librdkafka configuration and
+Spark Kafka options, so every client of the hub connects the same way (ADR 0024).
+"""
+
+from enum import StrEnum, unique
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hub_core.settings import default_home
+
+
+@unique
+class SecurityProtocol(StrEnum):
+    """How clients talk to the brokers: Kafka's own names."""
+
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
+
+    @property
+    def uses_tls(self) -> bool:
+        return self in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
+
+
+@unique
+class SaslMechanism(StrEnum):
+    """The SASL mechanisms the hub's clients support, as Kafka names them."""
+
+    SCRAM_SHA_512 = "SCRAM-SHA-512"
+    SCRAM_SHA_256 = "SCRAM-SHA-256"
+    PLAIN = "PLAIN"
+
+
+@unique
+class EndpointIdentification(StrEnum):
+    """Whether clients check that a broker's certificate names the host they connect to."""
+
+    HTTPS = "https"
+    NONE = "none"
+
+
+@unique
+class BrokerSecurity(StrEnum):
+    """The client listener of the local broker."""
+
+    PLAINTEXT = "plaintext"
+    SASL_SSL = "sasl_ssl"
 
 
 class KafkaSettings(BaseSettings):
@@ -78,6 +127,58 @@ class KafkaSettings(BaseSettings):
         default=9093, description="KRaft controller port of the local broker."
     )
     broker_heap: str = Field(default="512m", description="Java heap size of the local broker.")
+    broker_security: BrokerSecurity = Field(
+        default=BrokerSecurity.PLAINTEXT,
+        description=(
+            "Client listener of the local broker: `plaintext`, or `sasl_ssl` (TLS with a CA "
+            "and broker certificate made at first start under `<broker_home>/tls`, and SCRAM "
+            "users created when the storage is formatted). `hub kafka start --sasl-ssl` sets it."
+        ),
+    )
+    security_protocol: SecurityProtocol = Field(
+        default=SecurityProtocol.PLAINTEXT,
+        description="How clients reach the brokers: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.",
+    )
+    sasl_mechanism: SaslMechanism = Field(
+        default=SaslMechanism.SCRAM_SHA_512,
+        description="SASL mechanism with SASL_*: SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN.",
+    )
+    sasl_username: str | None = Field(
+        default=None, description="SASL user name; required with SASL_PLAINTEXT and SASL_SSL."
+    )
+    sasl_password: SecretStr | None = Field(
+        default=None, description="SASL password (or give `sasl_password_file`)."
+    )
+    sasl_password_file: Path | None = Field(
+        default=None,
+        description="File holding the SASL password (a mounted secret); trailing newline ignored.",
+    )
+    ssl_ca_location: Path | None = Field(
+        default=None,
+        description=(
+            "PEM file of the CA(s) that signed the brokers' certificates. Brokers are always "
+            "verified; without this, the system's CA store is used."
+        ),
+    )
+    ssl_certificate_location: Path | None = Field(
+        default=None, description="PEM client certificate, for brokers that require mTLS."
+    )
+    ssl_key_location: Path | None = Field(
+        default=None, description="PEM (PKCS#8) private key of `ssl_certificate_location`."
+    )
+    ssl_key_password: SecretStr | None = Field(
+        default=None, description="Password of an encrypted `ssl_key_location` (or a file)."
+    )
+    ssl_key_password_file: Path | None = Field(
+        default=None, description="File holding the password of `ssl_key_location`."
+    )
+    ssl_endpoint_identification: EndpointIdentification = Field(
+        default=EndpointIdentification.HTTPS,
+        description=(
+            "`https`: a broker's certificate must name the host the client connects to; "
+            "`none` turns that check off (the certificate is still verified against the CA)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _ports_differ(self) -> "KafkaSettings":
@@ -87,3 +188,57 @@ class KafkaSettings(BaseSettings):
                 "the local broker needs two different ports"
             )
         return self
+
+    @model_validator(mode="after")
+    def _security_is_complete(self) -> "KafkaSettings":
+        """Refuse combinations a client could only fail on later, naming the setting to fix."""
+        protocol = self.security_protocol
+        if protocol.uses_sasl:
+            if not self.sasl_username:
+                raise ValueError(
+                    f"HUB_KAFKA_SECURITY_PROTOCOL is {protocol}: set HUB_KAFKA_SASL_USERNAME"
+                )
+            if self.sasl_password is None and self.sasl_password_file is None:
+                raise ValueError(
+                    f"HUB_KAFKA_SECURITY_PROTOCOL is {protocol}: set HUB_KAFKA_SASL_PASSWORD "
+                    "or HUB_KAFKA_SASL_PASSWORD_FILE"
+                )
+        _only_one(self.sasl_password, self.sasl_password_file, "SASL_PASSWORD")
+        _only_one(self.ssl_key_password, self.ssl_key_password_file, "SSL_KEY_PASSWORD")
+        if (self.ssl_certificate_location is None) != (self.ssl_key_location is None):
+            raise ValueError(
+                "HUB_KAFKA_SSL_CERTIFICATE_LOCATION and HUB_KAFKA_SSL_KEY_LOCATION go together: "
+                "set both for a client certificate, or neither"
+            )
+        if not protocol.uses_tls and (self.ssl_ca_location or self.ssl_certificate_location):
+            raise ValueError(
+                f"HUB_KAFKA_SSL_* files are set but HUB_KAFKA_SECURITY_PROTOCOL is {protocol}: "
+                "use SSL or SASL_SSL"
+            )
+        for name in ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location",
+                     "sasl_password_file", "ssl_key_password_file"):  # fmt: skip
+            path = getattr(self, name)
+            if path is not None and not Path(path).is_file():
+                raise ValueError(f"HUB_KAFKA_{name.upper()}: no file at {path}")
+        return self
+
+    def sasl_password_value(self) -> str | None:
+        """The SASL password, from the setting or its file."""
+        return _secret(self.sasl_password, self.sasl_password_file)
+
+    def ssl_key_password_value(self) -> str | None:
+        """The client key's password, from the setting or its file."""
+        return _secret(self.ssl_key_password, self.ssl_key_password_file)
+
+
+def _only_one(value: SecretStr | None, file: Path | None, name: str) -> None:
+    if value is not None and file is not None:
+        raise ValueError(f"Set HUB_KAFKA_{name} or HUB_KAFKA_{name}_FILE, not both")
+
+
+def _secret(value: SecretStr | None, file: Path | None) -> str | None:
+    if value is not None:
+        return value.get_secret_value()
+    if file is not None:
+        return file.read_text().rstrip("\r\n")
+    return None

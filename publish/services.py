@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from catalog.feeds import FeedStore
 from catalog.idempotency import DEFAULT_TTL, IdempotencyStore
 from hub_core.database import create_database_engine
+from hub_kafka.access import check_access
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.producer import FeedProducer, TransactionalProducers
 from hub_kafka.settings import KafkaSettings
@@ -60,6 +61,8 @@ def publish_services(
     refuses atomic batches (connectors never send them). Stored idempotent answers expire after
     `idempotency_ttl`. New feeds are held to `feed_quotas` (none by default).
     """
+    # A wrong Kafka password or CA fails the API or connector at start, with a coded error.
+    check_access(kafka)
     engine = create_database_engine(registry.database_url, pool_size=registry.pool_size)
     service = RegistryService(
         SchemaStore(engine),

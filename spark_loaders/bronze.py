@@ -28,6 +28,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from hub_core.naming import TopicName, bronze_table, value_subject
 from hub_core.retries import Backoff, retry_transient_interruptibly
+from hub_kafka.security import spark_options
 from hub_kafka.settings import KafkaSettings
 from registry.types import SchemaId
 from spark_loaders.comments import TableComments, with_comments
@@ -35,6 +36,7 @@ from spark_loaders.decode import decode_topic, decoded_whole, with_schema_id
 from spark_loaders.errors import RegistryUnavailable
 from spark_loaders.feed_status import FeedStatusBook
 from spark_loaders.isolation import FailureKind, as_transient, classify, describe
+from spark_loaders.kafka_access import check_kafka_access
 from spark_loaders.quarantine import QuarantineReason, quarantine_rows, quarantine_table
 from spark_loaders.reprocess import SwapRequests, insert_missing
 from spark_loaders.schemas import REGISTRY_BACKOFF, RegistryClient
@@ -83,11 +85,12 @@ class BronzeLoader:
 
     def start(self, *, available_now: bool = False) -> StreamingQuery:
         """Start the query; it runs until stopped, or with `available_now` until caught up."""
+        check_kafka_access(self._spark, self._kafka)
         for database in ("bronze", "quarantine"):
             self._spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
         reader = (
             self._spark.readStream.format("kafka")
-            .option("kafka.bootstrap.servers", self._kafka.bootstrap_servers)
+            .options(**spark_options(self._kafka))
             .option("subscribePattern", self._settings.topic_pattern)
             .option("startingOffsets", self._settings.starting_offsets)
             # New topics are found at the consumer's metadata refresh; keep it short.

@@ -23,6 +23,13 @@ class MetastoreError(LocalServiceFailed):
     """The metastore is not reachable as configured, or its local server failed."""
 
 
+class MetastoreDatabaseUnreachable(MetastoreError):
+    """The metastore database refused the connection a process makes before Spark starts (a
+    wrong password, an unknown database) or did not answer; the process stops at once."""
+
+    code = ErrorCode.METASTORE_UNAVAILABLE
+
+
 class RegistryUnavailable(TransientError):
     """The schema registry did not answer, or answered 5xx or 429; the client retries it."""
 
@@ -41,3 +48,7 @@ class TableCommitConflict(TransientError):
     simply run again."""
 
     code = ErrorCode.STORE_ERROR
+
+
+class SparkClusterError(LocalServiceFailed):
+    """The local Spark standalone cluster (master or a worker) could not start."""

@@ -4,7 +4,8 @@ Three ways to reach one, in order of precedence:
 
 - an external Hive metastore service (`HUB_LOADER_METASTORE_URIS`, `thrift://...`), as in
   production;
-- a metastore database of our choosing (`HUB_LOADER_METASTORE_URL`, a JDBC URL);
+- a metastore database of our choosing (`HUB_LOADER_METASTORE_URL`, a JDBC URL): PostgreSQL in
+  production, its schema made by Hive on first use (`metastore_database`, docs/adr/0025);
 - by default, the local Derby network server managed here (`hub metastore start|stop|status`),
   run from the jars `make jars` fetched, on 127.0.0.1:`HUB_LOADER_METASTORE_PORT`.
 
@@ -24,17 +25,19 @@ from pathlib import Path
 
 from hub_core.environment import child_environment
 from hub_core.processes import BackgroundProcess, java_command, port_open
+from spark_loaders import metastore_database
 from spark_loaders.errors import MetastoreError
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
 
 DERBY_CLIENT_DRIVER = "org.apache.derby.jdbc.ClientDriver"
+POSTGRESQL_DRIVER = "org.postgresql.Driver"
 # Longest prefix first: `jdbc:derby://` is the network client, `jdbc:derby:` embedded Derby.
 _DRIVERS = (
     ("jdbc:derby://", DERBY_CLIENT_DRIVER),
     ("jdbc:derby:", "org.apache.derby.jdbc.EmbeddedDriver"),
-    ("jdbc:postgresql:", "org.postgresql.Driver"),
+    ("jdbc:postgresql:", POSTGRESQL_DRIVER),
     ("jdbc:mysql:", "com.mysql.cj.jdbc.Driver"),
     ("jdbc:mariadb:", "org.mariadb.jdbc.Driver"),
 )
@@ -94,7 +97,12 @@ def spark_conf(settings: LoaderSettings) -> dict[str, str]:
     if driver == DERBY_CLIENT_DRIVER:
         # pyspark ships Derby's driver front (derbytools) on the JVM's class path; the network
         # client behind it must sit on the same class path, not in the spark.jars loader.
-        conf["spark.driver.extraClassPath"] = str(_client_jar(settings))
+        conf["spark.driver.extraClassPath"] = str(_jar(settings, "derbyclient", "Derby client"))
+    if driver == POSTGRESQL_DRIVER:
+        # Hive's client (spark.sql.hive.metastore.jars=builtin) loads the driver through
+        # DataNucleus from the JVM's class path; spark.jars are not seen there.
+        conf["spark.driver.extraClassPath"] = str(_jar(settings, "postgresql", "PostgreSQL JDBC"))
+        conf.update(metastore_database.spark_conf())
     return conf
 
 
@@ -109,11 +117,11 @@ def _infer_driver(url: str) -> str:
     )
 
 
-def _client_jar(settings: LoaderSettings) -> Path:
-    jars = sorted(settings.metastore_jars_dir.glob("derbyclient-*.jar"))
+def _jar(settings: LoaderSettings, artifact: str, what: str) -> Path:
+    jars = sorted(settings.metastore_jars_dir.glob(f"{artifact}-*.jar"))
     if not jars:
         raise MetastoreError(
-            f"No Derby client jar (derbyclient-*.jar) in {settings.metastore_jars_dir}. Run "
+            f"No {what} jar ({artifact}-*.jar) in {settings.metastore_jars_dir}. Run "
             "`make jars` (or set HUB_LOADER_METASTORE_JARS_DIR to the folder holding it)."
         )
     return jars[-1]

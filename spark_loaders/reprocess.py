@@ -26,10 +26,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hub_core.naming import TopicName, bronze_table, table_suffix, value_subject
+from hub_kafka.security import spark_options
 from hub_kafka.settings import KafkaSettings
 from registry.types import SchemaId
 from spark_loaders.decode import decode_topic, with_schema_id
 from spark_loaders.errors import LoaderSourceNotFound
+from spark_loaders.kafka_access import check_kafka_access
 from spark_loaders.schemas import RegistryClient
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.tables import PARTITION_COLUMN, TYPE_WIDENING, DeltaTables
@@ -68,9 +70,10 @@ def build(
     table = bronze_table(TopicName(topic))
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     location = settings.warehouse_dir / "_rebuilds" / table_suffix(TopicName(topic)) / stamp
+    check_kafka_access(spark, kafka)
     records = with_schema_id(
         spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .options(**spark_options(kafka))
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark_loaders import metastore
+from spark_loaders import metastore, metastore_database
 from spark_loaders.errors import LoaderError
 from spark_loaders.settings import LoaderSettings
 
@@ -17,6 +17,11 @@ log = logging.getLogger(__name__)
 # environment variable (a password) could reach a table through a statement that embeds user
 # text, and a schema's `doc` would not round-trip. No hub session substitutes anything.
 SAFE_CONF = {"spark.sql.variable.substitute": "false"}
+
+# Spark shows settings and source options whose name or value matches this pattern as redacted
+# (UI, event log, plans): its default, plus the client key a secured loader passes inline in
+# its Kafka options (`kafka.ssl.keystore.key`, hub_kafka/security.py).
+REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|keystore[.]key|private key"
 
 # Delta's SQL (MERGE, OPTIMIZE, DESCRIBE HISTORY, ...); a session adding its own extensions
 # (the Thrift server's) lists this one first.
@@ -32,7 +37,8 @@ def build_session(
     """A session on the shared metastore with Delta and the Kafka/Avro sources, local jars only.
 
     The local metastore server is started first when it is the one selected and not running,
-    so the loader, `hub sql` and the Thrift server can each be the first to need it.
+    so the loader, `hub sql` and the Thrift server can each be the first to need it; a
+    PostgreSQL metastore is reached first, and its schema made when it has none.
     """
     jars = sorted(settings.jars_dir.glob("*.jar"))
     if not any(j.name.startswith("delta-spark") for j in jars):
@@ -47,14 +53,17 @@ def build_session(
     builder = SparkSession.builder.appName(app_name).master(settings.master).enableHiveSupport()
     for key, value in conf.items():
         builder = builder.config(key, value)
-    log.info(
-        "starting Spark (%s) with %d local jars on the %s",
-        settings.master,
-        len(jars),
-        metastore.describe(settings),
-    )
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("WARN")
+    where = metastore.describe(settings)
+    # A PostgreSQL metastore is reached before any JVM starts; on a fresh one, one process at
+    # a time makes Hive's schema.
+    with metastore_database.schema_creation(settings, where=where) as must_create:
+        log.info(
+            "starting Spark (%s) with %d local jars on the %s", settings.master, len(jars), where
+        )
+        session = builder.getOrCreate()
+        session.sparkContext.setLogLevel("WARN")
+        if must_create:
+            metastore_database.create_schema(session)
     lock_down(session)
     return session
 
@@ -68,6 +77,7 @@ def session_conf(
     return {
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.driver.memory": settings.driver_memory,
+        "spark.executor.memory": settings.executor_memory,
         "spark.sql.extensions": DELTA_EXTENSION,
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.warehouse.dir": str(settings.warehouse_dir),
@@ -79,6 +89,7 @@ def session_conf(
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+        "spark.redaction.regex": REDACTION_REGEX,
         **metastore.spark_conf(settings),
         **(extra_conf or {}),
         **SAFE_CONF,

@@ -1,14 +1,19 @@
 """Settings of the Spark loaders (environment prefix `HUB_LOADER_`)."""
 
+import re
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hub_core.settings import default_home
 
 # Hub topics are `<domain>.<name>`; dead-letter topics and Kafka's internal ones are not landed.
 DEFAULT_TOPIC_PATTERN = r"^(?!.*\.dlq$)[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$"
+# The masters the loader is run on: in-process, a standalone cluster, Kubernetes, YARN.
+MASTER_URL = re.compile(
+    r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://\S+:\d+(,\S+:\d+)*|k8s://\S+|yarn)$"
+)
 
 
 class LoaderSettings(BaseSettings):
@@ -18,9 +23,19 @@ class LoaderSettings(BaseSettings):
 
     master: str = Field(
         default="local[*]",
-        description="Spark master URL; `local[*]` runs Spark inside the loader's own process.",
+        description=(
+            "Spark master URL: `local[*]` runs Spark inside the loader's own process; "
+            "`spark://host:port` uses a standalone cluster, `k8s://https://host:port` Kubernetes."
+        ),
     )
     driver_memory: str = Field(default="2g", description="Driver heap for the local Spark JVM.")
+    executor_memory: str = Field(
+        default="1g",
+        description=(
+            "Heap of each executor on a cluster master (`spark://`, `k8s://`); it must fit in "
+            "what a worker offers. Unused with `local[...]`, where the driver runs the tasks."
+        ),
+    )
     shuffle_partitions: int = Field(
         default=4, ge=1, description="spark.sql.shuffle.partitions (small data: keep it low)."
     )
@@ -63,7 +78,10 @@ class LoaderSettings(BaseSettings):
     )
     metastore_jars_dir: Path = Field(
         default_factory=lambda: default_home() / "jars" / "metastore",
-        description="Folder with the Derby server and client jars, fetched by `make jars`.",
+        description=(
+            "Folder with the Derby server and client jars and the PostgreSQL JDBC driver, "
+            "fetched by `make jars`."
+        ),
     )
     checkpoint_dir: Path = Field(
         default_factory=lambda: default_home() / "checkpoints",
@@ -118,3 +136,14 @@ class LoaderSettings(BaseSettings):
         default="earliest",
         description="Where a new checkpoint starts reading: `earliest` or `latest`.",
     )
+
+    @field_validator("master")
+    @classmethod
+    def _known_master(cls, value: str) -> str:
+        """A mistyped master fails here, in a line, not deep in Spark's start-up."""
+        if not MASTER_URL.match(value):
+            raise ValueError(
+                "not a Spark master URL; use local[*], local[N], spark://host:port, "
+                "k8s://https://host:port or yarn"
+            )
+        return value

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from hub_kafka.settings import KafkaSettings
     from spark_loaders.settings import LoaderSettings
     from tests.support.connect import ConnectHub
     from tests.support.loader import LoaderTopic
@@ -52,6 +53,30 @@ def kafka_bootstrap(
     broker.start()
     try:
         yield broker.bootstrap_servers
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> "Iterator[KafkaSettings]":
+    """Client settings of a second local broker whose only client listener is SASL_SSL
+    (SCRAM-SHA-512, a CA made at start); started once, only for the tests that ask for it."""
+    from hub_kafka.local_broker import LocalBroker
+    from hub_kafka.settings import BrokerSecurity, KafkaSettings
+    from tests.support.ports import free_port
+
+    broker = LocalBroker(
+        KafkaSettings(
+            broker_home=tmp_path_factory.mktemp("kafka-sasl-ssl"),
+            broker_jars_dir=JARS / "kafka",
+            broker_port=free_port(),
+            controller_port=free_port(),
+            broker_security=BrokerSecurity.SASL_SSL,
+        )
+    )
+    broker.start()
+    try:
+        yield broker.client_settings()
     finally:
         broker.stop()
 
@@ -223,3 +248,31 @@ def loader_topic(
         )
 
     return new
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A local Spark standalone cluster (a master and two workers, each its own JVM), started
+    only when a test asks for it. A test that kills a worker starts it again when done."""
+    from hub_core.processes import port_open
+    from spark_loaders.cluster import LocalCluster
+    from spark_loaders.cluster_settings import ClusterSettings
+    from tests.support.ports import free_port
+
+    worker_ui = free_port()
+    while port_open(worker_ui + 1):  # worker N listens on worker_ui + N
+        worker_ui = free_port()
+    cluster = LocalCluster(
+        ClusterSettings(
+            home=tmp_path_factory.mktemp("spark-cluster"),
+            master_port=free_port(),
+            master_webui_port=free_port(),
+            worker_webui_port=worker_ui,
+            workers=2,
+        )
+    )
+    cluster.start()  # raises, naming the log, when a JVM cannot start
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -72,12 +72,15 @@ class ConnectHub:
 
 
 @contextmanager
-def running_worker(files: list[Path], *, database_url: str, bootstrap: str) -> Iterator[Worker]:
-    """A worker running `files` in this process until the block ends (a clean stop)."""
+def running_worker(
+    files: list[Path], *, database_url: str, bootstrap: str, kafka: KafkaSettings | None = None
+) -> Iterator[Worker]:
+    """A worker running `files` in this process until the block ends (a clean stop); `kafka`
+    replaces the plain settings for `bootstrap` (a secured broker's, say)."""
     settings = ConnectSettings(heartbeat_seconds=1.0, retry_backoff_seconds=0.5)
     services = connect_services(
         RegistrySettings(database_url=database_url),
-        KafkaSettings(bootstrap_servers=bootstrap, delivery_timeout_ms=15_000),
+        kafka or KafkaSettings(bootstrap_servers=bootstrap, delivery_timeout_ms=15_000),
         settings,
     )
     worker = Worker([load(f) for f in files], services=services, settings=settings)

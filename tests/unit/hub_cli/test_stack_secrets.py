@@ -148,3 +148,14 @@ def test_the_analyst_server_checks_logins_with_the_local_api() -> None:
 
 def test_every_child_of_hub_up_has_a_secrets_list() -> None:
     assert set(CHILD_SECRETS) == {"API server", "loader", "analyst server"}
+
+
+def test_the_api_and_the_loader_get_the_kafka_login_and_the_analyst_server_does_not() -> None:
+    parent = {**PARENT, "HUB_KAFKA_SASL_PASSWORD": "kafka-pw", "HUB_KAFKA_SSL_KEY_PASSWORD": "k"}
+    for child in ("API server", "loader"):
+        env = _env(child, parent)
+        assert env["HUB_KAFKA_SASL_PASSWORD"] == "kafka-pw"
+        assert env["HUB_KAFKA_SSL_KEY_PASSWORD"] == "k"
+    analyst = _env("analyst server", parent)
+    assert "HUB_KAFKA_SASL_PASSWORD" not in analyst
+    assert "HUB_KAFKA_SSL_KEY_PASSWORD" not in analyst

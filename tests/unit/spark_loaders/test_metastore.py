@@ -27,6 +27,7 @@ def _settings(tmp_path: Path, **values: object) -> LoaderSettings:
     jars = tmp_path / "jars"
     jars.mkdir(exist_ok=True)
     (jars / "derbyclient-10.16.1.1.jar").touch()
+    (jars / "postgresql-42.7.8.jar").touch()
     return LoaderSettings(metastore_dir=tmp_path / "ms", metastore_jars_dir=jars, **values)  # type: ignore[arg-type]
 
 
@@ -81,7 +82,10 @@ def test_a_postgresql_metastore_gets_its_driver_and_credentials(tmp_path: Path) 
     assert conf[DRIVER_KEY] == "org.postgresql.Driver"
     assert conf["spark.hadoop.javax.jdo.option.ConnectionUserName"] == "hive"
     assert conf["spark.hadoop.javax.jdo.option.ConnectionPassword"] == "s3cret"
-    assert "spark.driver.extraClassPath" not in conf
+    # Hive's DataNucleus finds the driver on the JVM's class path only, and makes the schema.
+    assert conf["spark.driver.extraClassPath"] == str(tmp_path / "jars" / "postgresql-42.7.8.jar")
+    assert conf["spark.hadoop.datanucleus.schema.autoCreateAll"] == "true"
+    assert conf["spark.hadoop.hive.metastore.schema.verification"] == "false"
     assert "hunter2" not in describe(settings)
     assert "s3cret" not in describe(settings)
 
@@ -109,3 +113,23 @@ def test_the_derby_server_matches_the_derby_of_pyspark() -> None:
 
     assert bundled == {f"derby-{version}.jar"}
     assert (JARS / "metastore" / f"derbyclient-{version}.jar").exists(), "run `make jars`"
+
+
+def test_a_missing_postgresql_driver_jar_names_make_jars(tmp_path: Path) -> None:
+    settings = LoaderSettings(
+        metastore_url="jdbc:postgresql://db/metastore", metastore_jars_dir=tmp_path / "empty"
+    )
+
+    with pytest.raises(MetastoreError) as raised:
+        spark_conf(settings)
+
+    assert "postgresql-*.jar" in raised.value.message
+    assert "make jars" in raised.value.message
+
+
+def test_make_jars_fetches_the_postgresql_driver() -> None:
+    pom = (REPO / "jvm" / "metastore" / "pom.xml").read_text()
+    version = pom.split("<postgresql.version>", 1)[1].split("</postgresql.version>", 1)[0]
+
+    assert version.startswith("42.7.")
+    assert (JARS / "metastore" / f"postgresql-{version}.jar").exists(), "run `make jars`"

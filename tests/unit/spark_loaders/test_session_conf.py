@@ -1,9 +1,15 @@
-"""Every Spark session the hub builds leaves SQL text as written: no `${...}` substitution."""
+"""Every Spark session the hub builds leaves SQL text as written (no `${...}` substitution),
+and shows no Kafka secret of a secured loader."""
 
+import re
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
+from hub_kafka.certificates import TlsFiles, make_certificates
+from hub_kafka.security import spark_options
+from hub_kafka.settings import KafkaSettings
 from spark_loaders.analyst import thrift_conf
 from spark_loaders.analyst_settings import AnalystSettings
 from spark_loaders.session import SAFE_CONF, session_conf
@@ -39,3 +45,31 @@ def test_extra_settings_cannot_turn_substitution_back_on(tmp_path: Path) -> None
 
     assert conf[SUBSTITUTE] == "false"
     assert SAFE_CONF == {SUBSTITUTE: "false"}
+
+
+def test_spark_redacts_every_secret_a_secured_loader_passes_in_its_kafka_options(
+    tmp_path: Path,
+) -> None:
+    files = TlsFiles.under(tmp_path)
+    make_certificates(files)
+    kafka = KafkaSettings(
+        security_protocol="SASL_SSL",
+        sasl_username="hub",
+        sasl_password=SecretStr("pw"),
+        ssl_ca_location=files.ca_certificate,
+        ssl_certificate_location=files.certificate,
+        ssl_key_location=files.key,
+        ssl_key_password=SecretStr("kp"),
+    )
+    conf = session_conf(_settings(tmp_path), jars=[])
+    # Spark redacts an entry when its name or its value matches (Java's find, as re.search).
+    pattern = re.compile(conf["spark.redaction.regex"])
+
+    secret = {"kafka.sasl.jaas.config", "kafka.ssl.keystore.key", "kafka.ssl.key.password"}
+    redacted = {
+        name
+        for name, value in spark_options(kafka).items()
+        if pattern.search(name) or pattern.search(value)
+    }
+    assert secret <= redacted
+    assert "kafka.bootstrap.servers" not in redacted
