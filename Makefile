@@ -20,7 +20,7 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: setup
-setup: $(VENV)/.installed $(JARS)/.fetched postgres ## Set up everything: venv, jars, PostgreSQL (idempotent)
+setup: $(VENV)/.installed $(JARS)/.fetched postgres object-store ## Set up everything: venv, jars, PostgreSQL, S3 server (idempotent)
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@echo "==> Python environment in $(VENV) (pinned by requirements.lock)"
@@ -34,15 +34,31 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 $(JARS)/.fetched: jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-connectors/pom.xml jvm/metastore/pom.xml \
 		jvm/thrift-auth/pom.xml $(wildcard jvm/thrift-auth/src/main/java/org/integrationhub/thrift/*.java) \
 		$(VENV)/.installed
-	@echo "==> JVM jars from Maven Central into $(JARS) (Kafka broker; Delta, Kafka and Avro for Spark; Derby metastore server and the PostgreSQL JDBC driver; the Thrift server's authenticator)"
+	@echo "==> JVM jars from Maven Central into $(JARS) (Kafka broker; Delta, Kafka and Avro for Spark; S3A for s3a:// tables; Derby metastore server and the PostgreSQL JDBC driver; the Thrift server's authenticator)"
 	@java -version 2>&1 | head -1
-	rm -rf $(JARS)/kafka $(JARS)/spark $(JARS)/metastore
+	rm -rf $(JARS)/kafka $(JARS)/spark $(JARS)/s3a $(JARS)/metastore
 	mvn -B -ntp -s jvm/settings.xml -f jvm/pom.xml package -Dhub.jars.dir=$(JARS) \
 	  -Dpyspark.jars.dir=$$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 	@touch $@
 
 .PHONY: jars
 jars: $(JARS)/.fetched ## Fetch the JVM jars (Kafka broker, Delta, spark-sql-kafka, spark-avro); build the Thrift server authenticator
+
+# A local S3-compatible server (versitygw, posix backend) for tables and checkpoints on s3a://:
+# the object-storage tests run it. Built from the Go module proxy at a pinned version; `-v`
+# lists each package as it compiles, so a first build (a few minutes) shows its progress.
+VERSITYGW_VERSION := v1.8.0
+# The stamp names the version, so changing VERSITYGW_VERSION rebuilds it.
+VERSITYGW_STAMP := $(HUB_HOME)/bin/.versitygw-$(VERSITYGW_VERSION)
+
+.PHONY: object-store
+object-store: $(VERSITYGW_STAMP) ## Build the local S3-compatible server (versitygw) into .hub/bin
+
+$(VERSITYGW_STAMP):
+	@echo "==> versitygw $(VERSITYGW_VERSION) from the Go module proxy into $(HUB_HOME)/bin"
+	@go version
+	GOBIN=$(HUB_HOME)/bin go install -v github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	@touch $@
 
 .PHONY: bench-jars
 bench-jars: ## Fetch Debezium + Kafka Connect jars for bench/cdc.py (not needed by setup or CI)
@@ -99,4 +115,4 @@ lock: ## Re-resolve requirements.lock from pyproject.toml
 clean: ## Stop the local broker and metastore server, remove local state (keeps the jars and the venv)
 	-$(BIN)/hub kafka stop
 	-$(BIN)/hub metastore stop
-	rm -rf $(HUB_HOME)/kafka $(HUB_HOME)/warehouse $(HUB_HOME)/metastore $(HUB_HOME)/checkpoints $(HUB_HOME)/logs $(HUB_HOME)/registry.db*
+	rm -rf $(HUB_HOME)/kafka $(HUB_HOME)/warehouse $(HUB_HOME)/metastore $(HUB_HOME)/checkpoints $(HUB_HOME)/loader-state $(HUB_HOME)/logs $(HUB_HOME)/registry.db*

@@ -27,8 +27,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,15 +40,13 @@ from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql.avro.functions import from_avro  # noqa: E402
 from pyspark.sql.streaming import StreamingQuery  # noqa: E402
 
-from bench.servers import api_server, sqlite_database  # noqa: E402
-from hub_kafka.local_broker import LocalBroker  # noqa: E402
+from bench.servers import kafka_and_api  # noqa: E402
 from hub_kafka.security import spark_options  # noqa: E402
 from hub_kafka.settings import KafkaSettings  # noqa: E402
 from spark_loaders.bronze import BronzeLoader  # noqa: E402
 from spark_loaders.session import spark_session  # noqa: E402
 from spark_loaders.settings import LoaderSettings  # noqa: E402
 from tests.support.loader import create_topic, produce_avro, register  # noqa: E402
-from tests.support.ports import free_port  # noqa: E402
 
 SCHEMA = {
     "type": "record",
@@ -85,7 +82,7 @@ def main() -> None:
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="hub-bench-loader-"))
     try:
-        with _services(home) as (bootstrap, api_url):
+        with kafka_and_api(home) as (bootstrap, api_url):
             run(home, bootstrap, api_url, args)
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -292,27 +289,6 @@ def _report(base: Figures, hub: Figures, args: argparse.Namespace) -> None:
             f"{f.jobs_per_batch:>12.1f}{f.add_batch_ms:>13.0f}{f.rss_mb:>9.0f}{f.peak_rss_mb:>9.0f}"
         )
     print(f"throughput ratio (hub / minimal): {hub.throughput / base.throughput:.2f}")
-
-
-@contextmanager
-def _services(home: Path) -> Iterator[tuple[str, str]]:
-    broker = LocalBroker(
-        KafkaSettings(
-            broker_home=home / "kafka",
-            broker_jars_dir=JARS / "kafka",
-            broker_port=free_port(),
-            controller_port=free_port(),
-        )
-    )
-    broker.start()
-    try:
-        with (
-            sqlite_database() as database,
-            api_server(database.url, bootstrap_servers=broker.bootstrap_servers) as api,
-        ):
-            yield broker.bootstrap_servers, api.base_url
-    finally:
-        broker.stop()
 
 
 if __name__ == "__main__":

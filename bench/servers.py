@@ -12,6 +12,10 @@ from pathlib import Path
 
 import httpx
 
+from hub_kafka.local_broker import LocalBroker
+from hub_kafka.settings import KafkaSettings
+from tests.support.ports import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 # Nothing listens there: the producer connects lazily, and registry routes never use it.
 NO_KAFKA = "127.0.0.1:1"
@@ -221,3 +225,26 @@ def _wait_ready(process: subprocess.Popen[bytes], server: ApiProcess, *, timeout
 
 def _tail(log: Path, chars: int = 3000) -> str:
     return log.read_text(errors="replace")[-chars:] if log.exists() else "(no log)"
+
+
+@contextmanager
+def kafka_and_api(home: Path) -> Iterator[tuple[str, str]]:
+    """A local Kafka broker under `home` and an API server on a fresh SQLite database, both
+    stopped on exit: yields (bootstrap servers, API URL)."""
+    broker = LocalBroker(
+        KafkaSettings(
+            broker_home=home / "kafka",
+            broker_jars_dir=REPO / ".hub" / "jars" / "kafka",
+            broker_port=free_port(),
+            controller_port=free_port(),
+        )
+    )
+    broker.start()
+    try:
+        with (
+            sqlite_database() as database,
+            api_server(database.url, bootstrap_servers=broker.bootstrap_servers) as api,
+        ):
+            yield broker.bootstrap_servers, api.base_url
+    finally:
+        broker.stop()

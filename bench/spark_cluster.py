@@ -31,9 +31,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.servers import api_server, sqlite_database  # noqa: E402
-from hub_kafka.local_broker import LocalBroker  # noqa: E402
-from hub_kafka.settings import KafkaSettings  # noqa: E402
+from bench.servers import kafka_and_api  # noqa: E402
 from spark_loaders.cluster import LocalCluster  # noqa: E402
 from spark_loaders.cluster_settings import ClusterSettings  # noqa: E402
 from tests.support.loader import create_topic, produce_avro, register  # noqa: E402
@@ -66,7 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hub-bench-cluster-") as tmp:
         home = Path(tmp)
-        with _services(home) as (bootstrap, api_url):
+        with kafka_and_api(home) as (bootstrap, api_url):
             create_topic(bootstrap, TOPIC, partitions=4)
             schema_id = register(api_url, "unused-auth-is-off", f"{TOPIC}-value", SCHEMA)
             _publish(bootstrap, schema_id, args.records)
@@ -131,27 +129,6 @@ def _cluster(home: Path, workers: int) -> Iterator[str]:
         yield cluster.master_url
     finally:
         cluster.stop()
-
-
-@contextmanager
-def _services(home: Path) -> Iterator[tuple[str, str]]:
-    broker = LocalBroker(
-        KafkaSettings(
-            broker_home=home / "kafka",
-            broker_jars_dir=JARS / "kafka",
-            broker_port=free_port(),
-            controller_port=free_port(),
-        )
-    )
-    broker.start()
-    try:
-        with (
-            sqlite_database() as database,
-            api_server(database.url, bootstrap_servers=broker.bootstrap_servers) as api,
-        ):
-            yield broker.bootstrap_servers, api.base_url
-    finally:
-        broker.stop()
 
 
 def _report(runs: list[Run], records: int) -> None:

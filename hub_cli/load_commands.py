@@ -100,6 +100,11 @@ def load_plan(
     candidate = json.loads(text)
     topic = subject.removesuffix("-value")
     settings = LoaderSettings()
+    if table_location is None and not isinstance(settings.warehouse_dir, Path):
+        raise typer.BadParameter(
+            f"the warehouse is on object storage ({settings.warehouse_dir}): give the bronze "
+            "table's folder (a local copy) with --table-location"
+        )
     location = table_location or current_location(settings, topic)
     registry = RegistryClient(settings.registry_url, api_key=settings.registry_key)
     try:
@@ -137,9 +142,9 @@ def load_status(
     from spark_loaders.types import FeedState, GoldState
     from spark_loaders.warehouse.status import GoldStatusBook
 
-    checkpoint_dir = LoaderSettings().checkpoint_dir
-    statuses = FeedStatusBook.in_checkpoints(checkpoint_dir).list()
-    gold = GoldStatusBook.in_checkpoints(checkpoint_dir).list()
+    state_dir = LoaderSettings().state_dir
+    statuses = FeedStatusBook.in_checkpoints(state_dir).list()
+    gold = GoldStatusBook.in_checkpoints(state_dir).list()
     if as_json:
         body = {"feeds": [asdict(s) for s in statuses], "gold": [asdict(g) for g in gold]}
         typer.echo(json.dumps(body, indent=2))

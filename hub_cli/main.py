@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from hub_kafka.local_broker import LocalBroker
+    from hub_kafka.local_cluster import LocalCluster
 
 log = logging.getLogger("hub")
 
@@ -31,7 +32,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-kafka_app = typer.Typer(help="The local single-node Kafka broker (KRaft).", no_args_is_help=True)
+kafka_app = typer.Typer(
+    help="The local Kafka broker (KRaft), or a local cluster of several.", no_args_is_help=True
+)
 db_app = typer.Typer(help="The registry database.", no_args_is_help=True)
 api_app = typer.Typer(help="The API server (registry + publish gateway).", no_args_is_help=True)
 team_app = typer.Typer(help="Teams, which own feeds.", no_args_is_help=True)
@@ -75,11 +78,18 @@ def up(
     LocalStack(demo_feeds=demo, analyst_server=analyst).run()
 
 
-def _local_broker() -> "LocalBroker":
+def _local_broker() -> "LocalBroker | LocalCluster":
+    """The local cluster when one was started under the broker home and runs, else the single
+    broker: `stop` and `status` then cover every node without being told the size."""
     from hub_kafka.local_broker import LocalBroker
+    from hub_kafka.local_cluster import LocalCluster
     from hub_kafka.settings import KafkaSettings
 
-    return LocalBroker(KafkaSettings())
+    settings = KafkaSettings()
+    cluster = LocalCluster.found(settings)
+    if cluster is not None and cluster.status().running:
+        return cluster
+    return LocalBroker(settings)
 
 
 def _kafka_start(
@@ -91,16 +101,26 @@ def _kafka_start(
             "instead of PLAINTEXT; the same as HUB_KAFKA_BROKER_SECURITY=sasl_ssl.",
         ),
     ] = False,
+    brokers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Run a cluster of this many nodes (each a broker and a controller, in a JVM of "
+            "its own, ports counting up from HUB_KAFKA_BROKER_PORT and "
+            "HUB_KAFKA_CONTROLLER_PORT in steps of 2). 3 keeps serving with one node down.",
+        ),
+    ] = 1,
 ) -> None:
-    """Start the local broker and print the settings clients connect with."""
+    """Start the local broker (or cluster) and print the settings clients connect with."""
     from hub_kafka.local_broker import LocalBroker
+    from hub_kafka.local_cluster import LocalCluster
     from hub_kafka.security import client_environment
     from hub_kafka.settings import BrokerSecurity, KafkaSettings
 
     settings = KafkaSettings()
     if sasl_ssl:
         settings = settings.model_copy(update={"broker_security": BrokerSecurity.SASL_SSL})
-    broker = LocalBroker(settings)
+    broker = LocalBroker(settings) if brokers == 1 else LocalCluster(settings, brokers=brokers)
     status = broker.start()
     typer.echo(f"Kafka is running (pid {status.pid}) on {broker.bootstrap_servers}")
     if broker.secured:
@@ -115,10 +135,11 @@ add_service_commands(
     build=_local_broker,
     address=lambda broker: broker.bootstrap_servers,
     starting="starting (not answering yet)",
-    help_start="Start the local broker (formats its storage on first start) and wait until it "
-    "is ready.",
-    help_stop="Stop the local broker cleanly.",
-    help_status="Say whether the local broker runs and answers; exit 1 when it does not run.",
+    help_start="Start the local broker, or with --brokers N a cluster (formats storage on first "
+    "start), and wait until it is ready.",
+    help_stop="Stop the local broker, or every node of the local cluster, cleanly.",
+    help_status="Say whether the local broker (or every cluster node) runs and answers; exit 1 "
+    "when none runs.",
     start_command=_kafka_start,
 )
 

@@ -86,6 +86,8 @@ KAFKA_SECRETS = frozenset({"HUB_KAFKA_SASL_PASSWORD", "HUB_KAFKA_SSL_KEY_PASSWOR
 
 # The hub secrets each child of `hub up` needs; it gets no other (see hub_core.environment).
 # The metastore server and the Kafka broker are JVMs that need none (`BackgroundProcess`).
+# The object storage keys of `s3a://` tables and checkpoints (docs/production.md).
+S3_SECRETS = frozenset({"HUB_LOADER_S3_ACCESS_KEY", "HUB_LOADER_S3_SECRET_KEY"})
 CHILD_SECRETS: dict[str, frozenset[str]] = {
     # The registry and catalog database.
     "API server": frozenset({"HUB_REGISTRY_DATABASE_URL", *KAFKA_SECRETS}),
@@ -96,10 +98,13 @@ CHILD_SECRETS: dict[str, frozenset[str]] = {
             "HUB_LOADER_METASTORE_URL",
             "HUB_LOADER_METASTORE_PASSWORD",
             *KAFKA_SECRETS,
+            *S3_SECRETS,
         }
     ),
-    # The metastore database only: it reads tables, never the registry.
-    "analyst server": frozenset({"HUB_LOADER_METASTORE_URL", "HUB_LOADER_METASTORE_PASSWORD"}),
+    # The metastore database and the tables' storage: it reads tables, never the registry.
+    "analyst server": frozenset(
+        {"HUB_LOADER_METASTORE_URL", "HUB_LOADER_METASTORE_PASSWORD", *S3_SECRETS}
+    ),
 }
 
 

@@ -38,11 +38,14 @@ class TopicAdmin:
     def __init__(self, settings: KafkaSettings) -> None:
         self._settings = settings
         self._admin = AdminClient(client_config(settings))
+        self._brokers: int | None = None  # asked of the cluster once, at the first create
 
     def create(self, topic: str, *, partitions: int, config: dict[str, str]) -> bool:
         """Create `topic`; False when it already exists (its settings are then left as they are),
         40924 when it differs from an existing topic only in '.' and '_'."""
-        new = NewTopic(topic, num_partitions=partitions, replication_factor=-1, config=config)
+        replicas, min_insync = self.replication()
+        config = {"min.insync.replicas": str(min_insync), **config}
+        new = NewTopic(topic, num_partitions=partitions, replication_factor=replicas, config=config)
         try:
             self._admin.create_topics([new], operation_timeout=_TIMEOUT_S)[topic].result(_TIMEOUT_S)
         except KafkaException as exc:
@@ -52,8 +55,34 @@ class TopicAdmin:
             if exc.args[0].code() == KafkaError.TOPIC_EXCEPTION and collision:
                 raise TopicNameCollides(topic, existing=collision.group(1)) from exc
             raise self._unavailable(f"create topic '{topic}'", exc) from exc
-        log.info("created topic %s (%d partitions, %s)", topic, partitions, config)
+        log.info(
+            "created topic %s (%d partitions, %d replicas, %s)", topic, partitions, replicas, config
+        )
         return True
+
+    def replication(self) -> tuple[int, int]:
+        """The replication factor and `min.insync.replicas` of the topics the hub creates.
+
+        From the settings when given; else they follow the cluster: 3 replicas with 2 in sync
+        on three or more brokers (a record acknowledged with acks=all survives the loss of any
+        one broker, and publishing goes on while one is down), one per broker below that.
+        """
+        replicas = self._settings.replication_factor
+        if replicas is None:
+            replicas = min(3, self._broker_count())
+        min_insync = self._settings.min_insync_replicas
+        if min_insync is None:
+            min_insync = max(1, replicas - 1)
+        return replicas, min_insync
+
+    def _broker_count(self) -> int:
+        if self._brokers is None:
+            try:
+                brokers = self._admin.list_topics(timeout=10).brokers
+            except KafkaException as exc:
+                raise self._unavailable("count the brokers", exc) from exc
+            self._brokers = max(1, len(brokers))
+        return self._brokers
 
     def alter(self, topic: str, *, config: dict[str, str]) -> None:
         """Set topic configuration entries (incrementally; others keep their values)."""

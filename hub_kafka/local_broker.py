@@ -8,6 +8,10 @@ a private CA made at first start (`hub_kafka.certificates`), and SCRAM-SHA-512, 
 PLAIN logins. SCRAM users are stored when the storage is formatted (KIP-900), so the broker
 authenticates clients from its first second. The controller listener stays PLAINTEXT on
 loopback. `client_settings()` gives the settings a client needs to connect.
+
+The same class runs each node of a local cluster (`hub_kafka.local_cluster`): a `NodeLayout`
+then gives the node's id, folder, ports and controller quorum; the CA, certificate and SASL
+password stay under `broker_home/tls`, shared by every node.
 """
 
 import base64
@@ -54,6 +58,19 @@ logger.apache.level = WARN
 
 
 @dataclass(frozen=True, slots=True)
+class NodeLayout:
+    """Where one KRaft node (broker and controller in one JVM) lives and listens, and the
+    controller quorum it belongs to (`controller.quorum.voters`: `id@host:port,...`)."""
+
+    node_id: int
+    home: Path
+    port: int
+    controller_port: int
+    voters: str
+    cluster_size: int
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerStatus:
     running: bool
     pid: int | None
@@ -62,14 +79,24 @@ class BrokerStatus:
 
 
 class LocalBroker:
-    """Start, stop and inspect one local KRaft broker."""
+    """Start, stop and inspect one local KRaft broker: the single broker the settings describe,
+    or one node of a local cluster when `node` is given."""
 
-    def __init__(self, settings: KafkaSettings) -> None:
+    def __init__(self, settings: KafkaSettings, node: NodeLayout | None = None) -> None:
         self._settings = settings
-        self.home = settings.broker_home
-        self.bootstrap_servers = f"127.0.0.1:{settings.broker_port}"
-        self._process = BackgroundProcess("Kafka broker", self.home / "broker.pid")
-        self.tls = TlsFiles.under(self.home / "tls")
+        self.node = node or NodeLayout(
+            node_id=1,
+            home=settings.broker_home,
+            port=settings.broker_port,
+            controller_port=settings.controller_port,
+            voters=f"1@127.0.0.1:{settings.controller_port}",
+            cluster_size=1,
+        )
+        self.home = self.node.home
+        self.bootstrap_servers = f"127.0.0.1:{self.node.port}"
+        name = "Kafka broker" if node is None else f"Kafka node {self.node.node_id}"
+        self._process = BackgroundProcess(name, self.home / "broker.pid")
+        self.tls = TlsFiles.under(settings.broker_home / "tls")
         self._secured = settings.broker_security is BrokerSecurity.SASL_SSL or self._runs_secured()
 
     @property
@@ -98,7 +125,7 @@ class LocalBroker:
     @property
     def sasl_password_file(self) -> Path:
         """Where the password of the broker's SCRAM user is kept (mode 0600)."""
-        return self.home / "tls" / "sasl-password"
+        return self._settings.broker_home / "tls" / "sasl-password"
 
     def client_settings(self) -> KafkaSettings:
         """Settings with which a client reaches this broker (and logs in, if it is secured)."""
@@ -119,29 +146,47 @@ class LocalBroker:
 
     def start(self, *, timeout_s: float = 90.0) -> BrokerStatus:
         """Start the broker (formatting its storage on first start) and wait until it serves."""
+        process = self.launch()
+        self.wait_ready(timeout_s, process=process)
+        return self.status()
+
+    def launch(self, *, cluster_id: str | None = None) -> subprocess.Popen[bytes] | None:
+        """Start the JVM without waiting for it to serve (the nodes of a cluster serve only
+        once a majority of controllers runs, so a cluster launches them all first). Formats
+        the storage on first start, with `cluster_id` (a new one when not given). None when the
+        broker already runs."""
         current = self.status()
         if current.running:
-            log.info("Kafka broker already running (pid %s)", current.pid)
-            self._wait_ready(timeout_s)
-            return self.status()
+            log.info("%s already running (pid %s)", self._process.name, current.pid)
+            return None
         jars = self._classpath()
         if self._secured:
             self._prepare_security()
         config = self._write_config()
         if not (self.home / "data" / "meta.properties").exists():
-            self._format(jars, config)
-        log.info("starting Kafka broker on %s (logs: %s)", self.bootstrap_servers, self.log_file)
-        process = self._process.start(
+            self._format(jars, config, cluster_id or new_cluster_id())
+        log.info(
+            "starting %s on %s (logs: %s)",
+            self._process.name,
+            self.bootstrap_servers,
+            self.log_file,
+        )
+        return self._process.start(
             [*self._java(jars), "kafka.Kafka", str(config)],
             output=self.home / "logs" / "stdout.log",
         )
+
+    def wait_ready(
+        self, timeout_s: float, *, process: subprocess.Popen[bytes] | None = None
+    ) -> None:
+        """Wait until the broker answers; a `process` just launched is stopped if it does not."""
         try:
             self._wait_ready(timeout_s, process=process)
         except BrokerError:
-            self.stop()
+            if process is not None:
+                self.stop()
             raise
-        log.info("Kafka broker ready (pid %s)", process.pid)
-        return self.status()
+        log.info("%s ready (pid %s)", self._process.name, self._process.pid())
 
     def stop(self, *, timeout_s: float = 30.0) -> bool:
         """Stop the broker cleanly (SIGTERM, then SIGKILL after `timeout_s`). True if it ran."""
@@ -179,12 +224,15 @@ class LocalBroker:
     def _write_config(self) -> Path:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         (self.home / "log4j2.properties").write_text(_LOG4J2.format(log_file=self.log_file))
-        port, controller = self._settings.broker_port, self._settings.controller_port
+        port, controller = self.node.port, self.node.controller_port
         listener = _LISTENER if self._secured else "PLAINTEXT"
+        # Internal topics get as many replicas as the cluster has nodes, up to 3.
+        replicas = min(3, self.node.cluster_size)
+        min_insync = str(max(1, replicas - 1))
         properties = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{controller}",
+            "node.id": str(self.node.node_id),
+            "controller.quorum.voters": self.node.voters,
             "listeners": f"{listener}://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
             "advertised.listeners": f"{listener}://127.0.0.1:{port}",
             "controller.listener.names": "CONTROLLER",
@@ -193,12 +241,12 @@ class LocalBroker:
             **(self._security_properties() if self._secured else {}),
             "log.dirs": str(self.home / "data"),
             "num.partitions": "1",
-            # One node: internal topics cannot have more replicas than that.
-            "offsets.topic.replication.factor": "1",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
+            "offsets.topic.replication.factor": str(replicas),
+            "transaction.state.log.replication.factor": str(replicas),
+            "transaction.state.log.min.isr": min_insync,
+            "share.coordinator.state.topic.replication.factor": str(replicas),
+            "share.coordinator.state.topic.min.isr": min_insync,
+            "default.replication.factor": str(replicas),
             "group.initial.rebalance.delay.ms": "0",
             # Topics are created deliberately (by the hub), never by a typo in a consumer.
             "auto.create.topics.enable": "false",
@@ -264,8 +312,7 @@ class LocalBroker:
             "ssl.truststore.location": str(self.tls.ca_certificate),
         }
 
-    def _format(self, classpath: str, config: Path) -> None:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    def _format(self, classpath: str, config: Path, cluster_id: str) -> None:
         log.info("formatting Kafka storage in %s (cluster id %s)", self.home / "data", cluster_id)
         users: list[str] = []
         if self._secured:
@@ -301,7 +348,7 @@ class LocalBroker:
         self, timeout_s: float, *, process: subprocess.Popen[bytes] | None = None
     ) -> None:
         self._process.wait_ready(
-            lambda: port_open(self._settings.broker_port) and self._answers(timeout_s=2.0),
+            lambda: port_open(self.node.port) and self._answers(timeout_s=2.0),
             address=self.bootstrap_servers,
             logs=f"{self.log_file} and {self.home / 'logs' / 'stdout.log'}",
             error=BrokerError,
@@ -317,6 +364,11 @@ class LocalBroker:
         except KafkaException:
             return False
         return bool(metadata.brokers)
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 def _escaped(value: str) -> str:

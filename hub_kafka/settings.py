@@ -114,6 +114,24 @@ class KafkaSettings(BaseSettings):
             "`max.message.bytes` of the hub's topics."
         ),
     )
+    replication_factor: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Replicas of every topic the hub creates (feeds, their DLQs, connector state). "
+            "Unset: 3 on a cluster of three or more brokers, else the broker count, asked of "
+            "the cluster when a topic is created."
+        ),
+    )
+    min_insync_replicas: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "`min.insync.replicas` of every topic the hub creates: how many replicas must hold "
+            "a record before it is acknowledged (producers use acks=all). Unset: one less than "
+            "the replication factor, at least 1 (2 with 3 replicas)."
+        ),
+    )
     broker_home: Path = Field(
         default_factory=lambda: default_home() / "kafka",
         description="State directory of the local broker (data, logs, pid file).",
@@ -186,6 +204,16 @@ class KafkaSettings(BaseSettings):
             raise ValueError(
                 f"HUB_KAFKA_BROKER_PORT and HUB_KAFKA_CONTROLLER_PORT are both {self.broker_port}: "
                 "the local broker needs two different ports"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _replicas_fit(self) -> "KafkaSettings":
+        rf, isr = self.replication_factor, self.min_insync_replicas
+        if rf is not None and isr is not None and isr > rf:
+            raise ValueError(
+                f"HUB_KAFKA_MIN_INSYNC_REPLICAS ({isr}) is above HUB_KAFKA_REPLICATION_FACTOR "
+                f"({rf}): no record could ever be acknowledged"
             )
         return self
 

@@ -20,7 +20,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -31,6 +30,7 @@ from hub_core.retries import Backoff, retry_transient_interruptibly
 from hub_kafka.security import spark_options
 from hub_kafka.settings import KafkaSettings
 from registry.types import SchemaId
+from spark_loaders import storage
 from spark_loaders.comments import TableComments, with_comments
 from spark_loaders.decode import decode_topic, decoded_whole, with_schema_id
 from spark_loaders.errors import RegistryUnavailable
@@ -41,6 +41,7 @@ from spark_loaders.quarantine import QuarantineReason, quarantine_rows, quaranti
 from spark_loaders.reprocess import SwapRequests, insert_missing
 from spark_loaders.schemas import REGISTRY_BACKOFF, RegistryClient
 from spark_loaders.settings import LoaderSettings
+from spark_loaders.storage import Location
 from spark_loaders.tables import PARTITION_COLUMN, DeltaTables
 from spark_loaders.types import FeedState
 
@@ -76,9 +77,9 @@ class BronzeLoader:
         self._tables = DeltaTables(spark)
         self._comments = TableComments(spark)
         self._checkpoint = settings.checkpoint_dir / QUERY_NAME
-        self._txn_app_id = _checkpoint_identity(self._checkpoint)
-        self._swaps = SwapRequests(settings.checkpoint_dir)
-        self.statuses = FeedStatusBook.in_checkpoints(settings.checkpoint_dir)
+        self._txn_app_id = _checkpoint_identity(spark, self._checkpoint)
+        self._swaps = SwapRequests(settings.state_dir)
+        self.statuses = FeedStatusBook.in_checkpoints(settings.state_dir)
         # (topic, writer id) -> (writer, reader) schema texts of this batch and the one before.
         self._decoders: dict[tuple[str, SchemaId], tuple[str, str]] = {}
         self._checked: dict[tuple[str, SchemaId], tuple[str, str]] = {}
@@ -446,16 +447,17 @@ def landing_note(total: int, quarantined: int, *, unsure: bool = False, why: str
     return note + (f" ({why})" if why else "")
 
 
-def _checkpoint_identity(checkpoint: Path) -> str:
+def _checkpoint_identity(spark: SparkSession, checkpoint: Location) -> str:
     """A stable id for this checkpoint, made anew when the checkpoint is reset.
 
     Delta skips a (txnAppId, txnVersion) it has already committed. Batch ids restart at 0 with a
     new checkpoint, so the app id must change with it, or Delta would silently drop those batches.
+    The marker therefore sits beside the checkpoint, in the bucket when the checkpoint is remote:
+    a marker kept elsewhere could outlive a deleted checkpoint.
     """
     marker = checkpoint.parent / f"{checkpoint.name}.txn-app-id"
-    if marker.exists() and checkpoint.exists():
-        return marker.read_text().strip()
+    if storage.exists(spark, marker) and storage.exists(spark, checkpoint):
+        return storage.read_text(spark, marker).strip()
     identity = f"{QUERY_NAME}-{uuid.uuid4()}"
-    checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(identity)
+    storage.write_text(spark, marker, identity)
     return identity

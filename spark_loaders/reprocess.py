@@ -30,7 +30,7 @@ from hub_kafka.security import spark_options
 from hub_kafka.settings import KafkaSettings
 from registry.types import SchemaId
 from spark_loaders.decode import decode_topic, with_schema_id
-from spark_loaders.errors import LoaderSourceNotFound
+from spark_loaders.errors import LoaderError, LoaderSourceNotFound
 from spark_loaders.kafka_access import check_kafka_access
 from spark_loaders.schemas import RegistryClient
 from spark_loaders.settings import LoaderSettings
@@ -131,24 +131,34 @@ def build(
     finally:
         records.unpersist()
     request = SwapRequest(topic, table, str(location), end_offsets, written)
-    path = SwapRequests(settings.checkpoint_dir).put(request)
+    path = SwapRequests(settings.state_dir).put(request)
     return BuildResult(request, path)
 
 
 def current_location(settings: LoaderSettings, topic: str) -> Path:
     """Where `bronze.<topic>` lives without asking the metastore: its newest swapped-in
-    rebuild, or the managed location under the warehouse."""
+    rebuild, or the managed location under the warehouse.
+
+    Local warehouses only: without Spark there is no listing a bucket, and the callers read
+    the table's Delta log as local files.
+    """
+    if not isinstance(settings.warehouse_dir, Path):
+        raise LoaderError(
+            f"The warehouse is on object storage ({settings.warehouse_dir}): give the bronze "
+            "table's folder explicitly (a local copy of it, e.g. `--table-location`)."
+        )
+    warehouse = settings.warehouse_dir
     suffix = table_suffix(TopicName(topic))
     pending = {
-        r.location for r in SwapRequests(settings.checkpoint_dir).list() if r.merge_through is None
+        r.location for r in SwapRequests(settings.state_dir).list() if r.merge_through is None
     }
-    rebuilds = settings.warehouse_dir / "_rebuilds" / suffix
+    rebuilds = warehouse / "_rebuilds" / suffix
     done = (
         [p for p in sorted(rebuilds.glob("*")) if str(p) not in pending]
         if rebuilds.is_dir()
         else []
     )
-    return done[-1] if done else settings.warehouse_dir / "bronze.db" / suffix
+    return done[-1] if done else warehouse / "bronze.db" / suffix
 
 
 def insert_missing(spark: SparkSession, rows: DataFrame, location: str) -> None:

@@ -20,7 +20,9 @@ SAFE_CONF = {"spark.sql.variable.substitute": "false"}
 
 # Spark shows settings and source options whose name or value matches this pattern as redacted
 # (UI, event log, plans): its default, plus the client key a secured loader passes inline in
-# its Kafka options (`kafka.ssl.keystore.key`, hub_kafka/security.py).
+# its Kafka options (`kafka.ssl.keystore.key`, hub_kafka/security.py). The S3 keys
+# (`spark.hadoop.fs.s3a.secret.key`, `...access.key`, spark_loaders/storage.py) match
+# `secret` and `access[.]?key`.
 REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|keystore[.]key|private key"
 
 # Delta's SQL (MERGE, OPTIMIZE, DESCRIBE HISTORY, ...); a session adding its own extensions
@@ -46,7 +48,9 @@ def build_session(
             f"No Delta jars in {settings.jars_dir}. Run `make jars` (or set "
             "HUB_LOADER_JARS_DIR to the folder holding them)."
         )
-    settings.warehouse_dir.mkdir(parents=True, exist_ok=True)
+    jars += _s3a_jars(settings)
+    if isinstance(settings.warehouse_dir, Path):  # a bucket's folders need no making
+        settings.warehouse_dir.mkdir(parents=True, exist_ok=True)
     settings.metastore_dir.mkdir(parents=True, exist_ok=True)
     conf = session_conf(settings, jars=jars, extra_conf=extra_conf)
     metastore.ensure_metastore(settings)
@@ -66,6 +70,20 @@ def build_session(
             metastore_database.create_schema(session)
     lock_down(session)
     return session
+
+
+def _s3a_jars(settings: LoaderSettings) -> list[Path]:
+    """hadoop-aws and the AWS SDK bundle when a location is s3a://, else none: the bundle is
+    over 500 MB, and a cluster's executors would each fetch it for nothing."""
+    if not settings.uses_object_storage:
+        return []
+    jars = sorted(settings.s3a_jars_dir.glob("*.jar"))
+    if not any(j.name.startswith("hadoop-aws") for j in jars):
+        raise LoaderError(
+            f"No hadoop-aws jar in {settings.s3a_jars_dir}, needed for s3a:// locations. Run "
+            "`make jars` (or set HUB_LOADER_S3A_JARS_DIR to the folder holding it)."
+        )
+    return jars
 
 
 def session_conf(
@@ -91,6 +109,7 @@ def session_conf(
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         "spark.redaction.regex": REDACTION_REGEX,
         **metastore.spark_conf(settings),
+        **settings.spark_s3_conf(),
         **(extra_conf or {}),
         **SAFE_CONF,
     }

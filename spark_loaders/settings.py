@@ -3,10 +3,11 @@
 import re
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hub_core.settings import default_home
+from spark_loaders.storage import Location, RemoteLocation, is_remote, parse_location, s3a_conf
 
 # Hub topics are `<domain>.<name>`; dead-letter topics and Kafka's internal ones are not landed.
 DEFAULT_TOPIC_PATTERN = r"^(?!.*\.dlq$)[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$"
@@ -19,7 +20,9 @@ MASTER_URL = re.compile(
 class LoaderSettings(BaseSettings):
     """Where the loaders read from, write to, and how Spark runs."""
 
-    model_config = SettingsConfigDict(env_prefix="HUB_LOADER_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="HUB_LOADER_", extra="ignore", arbitrary_types_allowed=True
+    )
 
     master: str = Field(
         default="local[*]",
@@ -39,9 +42,12 @@ class LoaderSettings(BaseSettings):
     shuffle_partitions: int = Field(
         default=4, ge=1, description="spark.sql.shuffle.partitions (small data: keep it low)."
     )
-    warehouse_dir: Path = Field(
+    warehouse_dir: Location = Field(
         default_factory=lambda: default_home() / "warehouse",
-        description="Where managed Delta tables are stored (spark.sql.warehouse.dir).",
+        description=(
+            "Where managed Delta tables are stored (spark.sql.warehouse.dir): a local folder, "
+            "or `s3a://bucket/path` on S3-compatible storage (see the s3_* settings)."
+        ),
     )
     metastore_dir: Path = Field(
         default_factory=lambda: default_home() / "metastore",
@@ -83,13 +89,57 @@ class LoaderSettings(BaseSettings):
             "fetched by `make jars`."
         ),
     )
-    checkpoint_dir: Path = Field(
+    checkpoint_dir: Location = Field(
         default_factory=lambda: default_home() / "checkpoints",
-        description="Structured Streaming checkpoints; deleting one reprocesses from Kafka.",
+        description=(
+            "Structured Streaming checkpoints; deleting one reprocesses from Kafka. A local "
+            "folder, or `s3a://bucket/path` on S3-compatible storage."
+        ),
+    )
+    local_state_dir: Path = Field(
+        default_factory=lambda: default_home() / "loader-state",
+        description=(
+            "Where the loader keeps its status files and reprocessing swap requests when "
+            "checkpoint_dir is an s3a:// URI; with a local checkpoint_dir they stay in it."
+        ),
+    )
+    s3_endpoint: str | None = Field(
+        default=None,
+        description=(
+            "URL of the S3-compatible service (e.g. http://127.0.0.1:7070); default: AWS S3. "
+            "An http:// URL turns TLS off."
+        ),
+    )
+    s3_access_key: str | None = Field(
+        default=None, description="Access key id for s3a:// locations (with s3_secret_key)."
+    )
+    s3_secret_key: SecretStr | None = Field(
+        default=None, description="Secret access key for s3a:// locations (or a file)."
+    )
+    s3_secret_key_file: Path | None = Field(
+        default=None,
+        description="File holding the secret access key (a mounted secret); newline ignored.",
+    )
+    s3_path_style_access: bool = Field(
+        default=False,
+        description=(
+            "Address buckets as http://host/bucket instead of http://bucket.host: needed by "
+            "most local S3-compatible servers (MinIO, versitygw)."
+        ),
+    )
+    s3_region: str | None = Field(
+        default=None, description="Region of the bucket (fs.s3a.endpoint.region)."
     )
     jars_dir: Path = Field(
         default_factory=lambda: default_home() / "jars" / "spark",
         description="Folder with the Delta, Kafka and Avro jars, fetched by `make jars`.",
+    )
+    s3a_jars_dir: Path = Field(
+        default_factory=lambda: default_home() / "jars" / "s3a",
+        description=(
+            "Folder with hadoop-aws and the AWS SDK bundle, fetched by `make jars`; added to "
+            "Spark only when warehouse_dir or checkpoint_dir is an s3a:// URI."
+        ),
     )
     registry_url: str = Field(
         default="http://127.0.0.1:8080",
@@ -136,6 +186,55 @@ class LoaderSettings(BaseSettings):
         default="earliest",
         description="Where a new checkpoint starts reading: `earliest` or `latest`.",
     )
+
+    @field_validator("warehouse_dir", "checkpoint_dir", mode="before")
+    @classmethod
+    def _location(cls, value: object) -> object:
+        """`s3a://` URIs become remote locations; paths stay paths, as before."""
+        return parse_location(value)
+
+    @model_validator(mode="after")
+    def _s3_credentials_complete(self) -> "LoaderSettings":
+        """Half a key pair fails here, naming the setting, not as a 403 deep in Spark."""
+        if self.s3_secret_key is not None and self.s3_secret_key_file is not None:
+            raise ValueError(
+                "Set HUB_LOADER_S3_SECRET_KEY or HUB_LOADER_S3_SECRET_KEY_FILE, not both"
+            )
+        has_secret = self.s3_secret_key is not None or self.s3_secret_key_file is not None
+        if bool(self.s3_access_key) != has_secret:
+            raise ValueError(
+                "HUB_LOADER_S3_ACCESS_KEY and HUB_LOADER_S3_SECRET_KEY (or _FILE) go together: "
+                "set both, or neither"
+            )
+        if self.s3_secret_key_file is not None and not self.s3_secret_key_file.is_file():
+            raise ValueError(f"HUB_LOADER_S3_SECRET_KEY_FILE: no file at {self.s3_secret_key_file}")
+        return self
+
+    @property
+    def state_dir(self) -> Path:
+        """The local folder of the loader's status files and swap requests: the checkpoint
+        folder when it is local (as it always was), else `local_state_dir`."""
+        if isinstance(self.checkpoint_dir, RemoteLocation):
+            return self.local_state_dir
+        return self.checkpoint_dir
+
+    @property
+    def uses_object_storage(self) -> bool:
+        """Whether the tables or the checkpoints are in a bucket."""
+        return is_remote(self.warehouse_dir) or is_remote(self.checkpoint_dir)
+
+    def spark_s3_conf(self) -> dict[str, str]:
+        """The `spark.hadoop.fs.s3a.*` settings; none unless an s3_* setting is given."""
+        secret = self.s3_secret_key.get_secret_value() if self.s3_secret_key else None
+        if secret is None and self.s3_secret_key_file is not None:
+            secret = self.s3_secret_key_file.read_text().rstrip("\r\n")
+        return s3a_conf(
+            endpoint=self.s3_endpoint,
+            access_key=self.s3_access_key,
+            secret_key=secret,
+            path_style_access=self.s3_path_style_access,
+            region=self.s3_region,
+        )
 
     @field_validator("master")
     @classmethod

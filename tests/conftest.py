@@ -276,3 +276,27 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A local 3-node KRaft cluster (each node a broker and a controller in a JVM of its own),
+    started only when a test asks for it. A test that kills a node starts it again when done."""
+    from hub_kafka.local_cluster import LocalCluster
+    from hub_kafka.settings import KafkaSettings
+    from tests.support.ports import free_port
+
+    cluster = LocalCluster(
+        KafkaSettings(
+            broker_home=tmp_path_factory.mktemp("kafka-cluster"),
+            broker_jars_dir=JARS / "kafka",
+            broker_heap="384m",
+        ),
+        brokers=3,
+        ports=[(free_port(), free_port()) for _ in range(3)],
+    )
+    cluster.start()  # raises, naming the log, when a node cannot start
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -75,7 +75,7 @@ class Downstream:
             query.awaitTermination()
 
     def _run(self) -> None:
-        statuses = GoldStatusBook.in_checkpoints(self._settings.checkpoint_dir)
+        statuses = GoldStatusBook.in_checkpoints(self._settings.state_dir)
         builders = [
             WarehouseBuilder(self._spark, load_model(path), source=str(path), statuses=statuses)
             for path in self._warehouse

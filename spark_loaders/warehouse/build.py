@@ -215,7 +215,7 @@ def build_models(
     """
     models = [(path, load_model(path)) for path in paths]
     catch_up_silver(spark, settings)
-    statuses = GoldStatusBook.in_checkpoints(settings.checkpoint_dir)
+    statuses = GoldStatusBook.in_checkpoints(settings.state_dir)
     reports = []
     for path, model in models:
         report = WarehouseBuilder(spark, model, source=str(path), statuses=statuses).build()

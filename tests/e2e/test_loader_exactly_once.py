@@ -6,9 +6,7 @@ Delta table, read by path, must hold every Kafka record once: the same (partitio
 and the same values.
 """
 
-import os
 import random
-import signal
 import subprocess
 import threading
 import time
@@ -18,9 +16,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from tests.conftest import JARS, REPO
 from tests.support.hub_client import unique_topic
 from tests.support.loader import LoaderTopic, create_topic, produce_avro, register
+from tests.support.loader_process import LoaderProcess, loader_env
 
 pytestmark = pytest.mark.e2e
 
@@ -39,7 +37,10 @@ def test_killed_and_restarted_loader_lands_each_record_exactly_once(
     topic = unique_topic("kill")
     create_topic(kafka_bootstrap, topic, partitions=3)
     schema_id = register(api_url, admin_key, f"{topic}-value", SCHEMA)
-    env = _loader_env(tmp_path, api_url, kafka_bootstrap, topic)
+    env = {
+        **loader_env(tmp_path, api_url, kafka_bootstrap, topic),
+        "HUB_LOADER_MAX_OFFSETS_PER_TRIGGER": "15000",
+    }
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     print(f"kill points drawn with seed {seed}")
@@ -51,20 +52,19 @@ def test_killed_and_restarted_loader_lands_each_record_exactly_once(
     producer.start()
     location = tmp_path / "warehouse" / "bronze.db" / topic.replace(".", "_")
     for attempt in range(KILLS):
-        with _loader(env, tmp_path / f"run{attempt}.log") as (process, log):
+        with LoaderProcess(env, tmp_path / f"run{attempt}.log") as loader:
             # The first kill falls in the first batch (creating the table); the others just
             # after a batch was written, around its checkpoint commit or in the next batch.
-            _wait_for(log, "landing topics matching" if attempt == 0 else "batch ", process)
+            loader.wait_for("landing topics matching" if attempt == 0 else "batch ")
             time.sleep(rng.uniform(0.5, 5.0) if attempt == 0 else rng.uniform(0.0, 6.0))
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            loader.kill()
     producer.join(timeout=600)
     assert len(placed) == COUNT, "the producer did not get every record acknowledged"
     landed_before = spark.read.format("delta").load(str(location)).count()
     assert landed_before > 0  # the killed runs did land batches
 
-    with _loader(env, tmp_path / "final.log", once=True) as (process, log):
-        assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
+    with LoaderProcess(env, tmp_path / "final.log", "--once") as loader:
+        assert loader.process.wait(timeout=600) == 0, loader.text()[-3000:]
 
     location = tmp_path / "warehouse" / "bronze.db" / topic.replace(".", "_")
     rows = (
@@ -107,63 +107,3 @@ def _publish_paced(
         positions = produce_avro(bootstrap, topic, schema_id, SCHEMA, values)
         placed.update(zip(positions, (v["n"] for v in values), strict=True))
         time.sleep(1.0)
-
-
-def _loader_env(home: Path, api_url: str, bootstrap: str, topic: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HUB_")}
-    env.update(
-        {
-            "HUB_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-            "HUB_LOADER_MASTER": "local[2]",
-            "HUB_LOADER_DRIVER_MEMORY": "1g",
-            "HUB_LOADER_SHUFFLE_PARTITIONS": "2",
-            "HUB_LOADER_WAREHOUSE_DIR": str(home / "warehouse"),
-            "HUB_LOADER_METASTORE_DIR": str(home / "metastore"),
-            # An embedded metastore of its own: no clash with the tests' Spark session.
-            "HUB_LOADER_METASTORE_URL": (
-                f"jdbc:derby:;databaseName={home / 'metastore' / 'metastore_db'};create=true"
-            ),
-            "HUB_LOADER_CHECKPOINT_DIR": str(home / "checkpoints"),
-            "HUB_LOADER_JARS_DIR": str(JARS / "spark"),
-            "HUB_LOADER_REGISTRY_URL": api_url,
-            "HUB_LOADER_TOPIC_PATTERN": topic.replace(".", "\\."),
-            "HUB_LOADER_TRIGGER_SECONDS": "1",
-            "HUB_LOADER_MAX_OFFSETS_PER_TRIGGER": "15000",
-        }
-    )
-    return env
-
-
-class _loader:
-    """`hub load run` in its own process group (so a kill takes its Spark JVM along)."""
-
-    def __init__(self, env: dict[str, str], log: Path, *, once: bool = False) -> None:
-        self._env, self._log, self._once = env, log, once
-
-    def __enter__(self) -> tuple[subprocess.Popen[bytes], Path]:
-        command = [str(REPO / ".venv" / "bin" / "hub"), "load", "run"]
-        self._out = self._log.open("wb")
-        self._process = subprocess.Popen(
-            [*command, "--once"] if self._once else command,
-            env=self._env,
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        return self._process, self._log
-
-    def __exit__(self, *_: object) -> None:
-        if self._process.poll() is None:
-            os.killpg(self._process.pid, signal.SIGKILL)
-            self._process.wait()
-        self._out.close()
-
-
-def _wait_for(log: Path, text: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if text in log.read_text(errors="replace"):
-            return
-        assert process.poll() is None, log.read_text(errors="replace")[-3000:]
-        time.sleep(0.2)
-    raise AssertionError(f"the loader did not log {text!r}: {log.read_text()[-3000:]}")

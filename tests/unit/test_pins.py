@@ -3,6 +3,7 @@
 import re
 import tomllib
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +36,16 @@ def test_spark_jars_match_the_pinned_pyspark() -> None:
 
 def test_delta_jars_match_the_pinned_delta_spark() -> None:
     assert _pom_property("delta.version") == _python_pin("delta-spark")
+
+
+def test_the_s3a_connector_matches_the_hadoop_of_the_pinned_pyspark() -> None:
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    (client,) = jars.glob("hadoop-client-api-*.jar")
+    assert _pom_property("hadoop.version") == client.name.removeprefix(
+        "hadoop-client-api-"
+    ).removesuffix(".jar")
 
 
 def test_the_lock_file_holds_the_same_pins() -> None:

@@ -26,6 +26,8 @@ PARENT = {
     "HUB_LOADER_METASTORE_URL": "jdbc:postgresql://meta/hive?password=pw",
     "HUB_LOADER_METASTORE_PASSWORD": "metastore-pw",
     "HUB_LOADER_REGISTRY_KEY": "hub_0123456789ab_loader-key",
+    "HUB_LOADER_S3_ACCESS_KEY": "hub-loader",
+    "HUB_LOADER_S3_SECRET_KEY": "s3-secret-key",
 }
 
 
@@ -159,3 +161,13 @@ def test_the_api_and_the_loader_get_the_kafka_login_and_the_analyst_server_does_
     analyst = _env("analyst server", parent)
     assert "HUB_KAFKA_SASL_PASSWORD" not in analyst
     assert "HUB_KAFKA_SSL_KEY_PASSWORD" not in analyst
+
+
+def test_the_loader_and_the_analyst_server_get_the_object_storage_keys_and_the_api_does_not() -> (
+    None
+):
+    for child in ("loader", "analyst server"):
+        env = _env(child)
+        assert env["HUB_LOADER_S3_ACCESS_KEY"] == "hub-loader"
+        assert env["HUB_LOADER_S3_SECRET_KEY"] == "s3-secret-key"
+    assert "HUB_LOADER_S3_SECRET_KEY" not in _env("API server")
