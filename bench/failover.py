@@ -115,22 +115,33 @@ def _run(
         api_url, key, topic, writers=args.writers, records=args.records, batch=args.batch,
         answers=run.answers, pause=pause,
     )  # fmt: skip
-    if kill:
-        wait_until(lambda: run.answers.answered >= args.records // 3, timeout_s=600, what="1/3")
-        victim = cluster.node(leader_of(cluster.bootstrap_servers, topic))
-        pid = victim.status().pid
-        if pid is not None:
-            os.kill(pid, signal.SIGKILL)
-        run.killed = time.monotonic()
-        wait_until(lambda: run.answers.answered >= args.records * 2 // 3, timeout_s=600, what="2/3")
-        victim.start()
-        run.restarted = time.monotonic()
-        back.set()
-    for writer in writers:
-        writer.join()
+    try:
+        if kill:
+            _kill_and_restart(cluster, topic, run, args.records)
+    finally:
+        back.set()  # whatever happened, the writers finish their share
+        for writer in writers:
+            writer.join()
     run.end = time.monotonic()
     run.sound = _check(cluster.bootstrap_servers, topic, run.answers)
     return run
+
+
+def _kill_and_restart(cluster: LocalCluster, topic: str, run: _Run, records: int) -> None:
+    """SIGKILL the leader of the topic's partition 0 at a third of the records, and start it
+    again at two thirds, while the writers wait."""
+    wait_until(lambda: run.answers.answered >= records // 3, timeout_s=600, what="1/3")
+    victim = cluster.node(leader_of(cluster.bootstrap_servers, topic))
+    pid = victim.status().pid
+    if pid is not None:
+        os.kill(pid, signal.SIGKILL)
+    run.killed = time.monotonic()
+    wait_until(lambda: run.answers.answered >= records * 2 // 3, timeout_s=600, what="2/3")
+    # A node killed mid-write recovers its logs before it serves: on a busy 2-core machine
+    # that can take minutes. Its log is named in the error if it does not come back.
+    print(f"{victim.log_file}: starting that node again", flush=True)
+    victim.start(timeout_s=300)
+    run.restarted = time.monotonic()
 
 
 def _check(bootstrap: str, topic: str, answers: Answers) -> bool:

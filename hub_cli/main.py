@@ -2,6 +2,7 @@
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -10,12 +11,14 @@ import typer
 from pydantic import ValidationError
 
 from hub_cli import analyst_commands
+from hub_cli.config_commands import config_app
 from hub_cli.connect_commands import connect_app
 from hub_cli.load_commands import load_app
 from hub_cli.logs import configure_logging
 from hub_cli.service_commands import add_service_commands
 from hub_cli.spark_commands import spark_app
 from hub_cli.warehouse_commands import warehouse_app
+from hub_core.config_file import CONFIG_FILE_VARIABLE, apply_config_file
 from hub_core.errors import ErrorCode, HubError
 from hub_core.settings import invalid_settings_message
 
@@ -53,11 +56,27 @@ analyst_commands.register(app)  # sql, metastore, analyst
 app.add_typer(connect_app, name="connect")
 app.add_typer(warehouse_app, name="warehouse")
 app.add_typer(spark_app, name="spark")
+app.add_typer(config_app, name="config")
 
 
 @app.callback()
-def _main() -> None:
-    configure_logging()
+def _main(
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            envvar=CONFIG_FILE_VARIABLE,
+            help="A file of HUB_*=value settings describing the deployment; variables set in "
+            "the environment win over it (see docs/production.md).",
+        ),
+    ] = None,
+) -> None:
+    try:
+        if config is not None:
+            os.environ[CONFIG_FILE_VARIABLE] = str(config)  # for the processes hub starts
+            apply_config_file()
+    finally:
+        configure_logging()  # after the file: it may set HUB_LOG_LEVEL
 
 
 @app.command()

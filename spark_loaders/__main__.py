@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 
 from pyspark.sql import SparkSession
 
+from hub_core.config_file import apply_config_file
 from hub_kafka.settings import KafkaSettings
 from spark_loaders.runner import run_streams
 from spark_loaders.session import SAFE_CONF, lock_down, spark_session
@@ -24,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--submitted", action="store_true", help="use spark-submit's session")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    apply_config_file()  # HUB_CONFIG_FILE, as `hub load run` reads it
     settings = LoaderSettings()
     with _session(settings, submitted=args.submitted) as spark:
         queries = run_streams(spark, settings, KafkaSettings(), available_now=args.once)

@@ -17,7 +17,7 @@ from pyspark.sql.streaming import StreamingQuery
 from spark_loaders.lifecycle import stop_between_batches
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.loader import start_silver
-from spark_loaders.warehouse.build import WarehouseBuilder, build_models
+from spark_loaders.warehouse.build import WarehouseBuilder, build_models, catch_up_silver
 from spark_loaders.warehouse.model import load_model
 from spark_loaders.warehouse.status import GoldStatusBook
 
@@ -44,6 +44,8 @@ class Downstream:
         self._queries: dict[str, StreamingQuery] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hub-downstream", daemon=True)
+        self._stopper: threading.Thread | None = None
+        self._lock = threading.Lock()
         for path in self._warehouse:
             load_model(path)  # a bad model fails the start, not a later pass
 
@@ -51,28 +53,38 @@ class Downstream:
         self._thread.start()
 
     def request_stop(self) -> None:
-        """Begin stopping: no new pass starts, and a warehouse build under way is cancelled.
+        """Begin stopping: no new pass starts, a warehouse build under way is cancelled, and
+        the silver streams stop after their current batches, while bronze stops too.
 
         A cancelled build is safe: each table's write is one atomic Delta commit, and the next
         build recomputes whatever the cancelled one did not write.
         """
         self._stop.set()
         self._spark.sparkContext.cancelJobGroup(JOB_GROUP)
+        with self._lock:
+            if self._stopper is None:
+                self._stopper = threading.Thread(
+                    target=self._stop_streams, name="hub-silver-stop", daemon=True
+                )
+                self._stopper.start()
 
     def stop(self) -> None:
         """Stop the thread, then the silver streams after their current batches."""
         self.request_stop()
+        if self._stopper is not None:
+            self._stopper.join()
+
+    def _stop_streams(self) -> None:
         if self._thread.is_alive():
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=30)  # no stream starts after this
         stop_between_batches(*self._queries.values())
 
     def catch_up(self) -> None:
         """Bring silver (and the models) up to date with bronze once, then return."""
         if self._warehouse:
-            build_models(self._spark, self._settings, self._warehouse)
-            return
-        for query in start_silver(self._spark, self._settings, running={}, available_now=True):
-            query.awaitTermination()
+            build_models(self._spark, self._settings, self._warehouse)  # silver first
+        else:
+            catch_up_silver(self._spark, self._settings)
 
     def _run(self) -> None:
         statuses = GoldStatusBook.in_checkpoints(self._settings.state_dir)

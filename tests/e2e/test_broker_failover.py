@@ -38,7 +38,7 @@ from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
-RECORDS = 20_000
+RECORDS = int(os.environ.get("FAILOVER_RECORDS", "20000"))  # 100000: the full-size run
 WRITERS = 4
 LINES = 300  # log lines the connector carries, a third before, during and after the outage
 

@@ -2,8 +2,8 @@
 
 The real command runs as a subprocess with its state in a temporary `HUB_HOME` and free ports:
 it starts Kafka, the metastore, the API server and the loader, and publishes the demo feeds.
-Then a second team's feed is poisoned, the loader is killed, and Ctrl-C must leave nothing
-behind. One test function: it starts a whole stack of its own.
+A second team's feed is poisoned from the start, the loader is killed, and Ctrl-C must leave
+nothing behind. One test function: it starts a whole stack of its own.
 """
 
 import contextlib
@@ -16,18 +16,18 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from hub_core.processes import port_open
 from tests.conftest import JARS
 from tests.support.cli import hub
+from tests.support.delta_log import LiveFiles
 from tests.support.hub_client import bearer, create_feed
 from tests.support.loader import produce_avro
 from tests.support.ports import free_port
@@ -76,7 +76,18 @@ def test_hub_up_keeps_landing_through_a_poisoned_feed_and_a_killed_loader_and_st
     with stack.running() as hub_up:
         hub_up.wait_for_output("The hub is up.", timeout_s=STARTUP_S)
         with stack.probing() as probe:
-            # The demo feeds reach bronze, silver and gold.
+            # A second team creates a feed, and a producer of its own poisons it in Kafka with
+            # records of a recursive schema the loader cannot land, while the demo feeds'
+            # tables are being created.
+            ledger_key = stack.team_key("ledger")
+            create_feed(stack.api_url, ledger_key, topic=POISON_TOPIC, schema=LEDGER_SCHEMA,
+                        owner="ledger")  # fmt: skip
+            poison_id = stack.register(ledger_key, POISON_SUBJECT, POISON_SCHEMA)
+            poisoned_at = datetime.now(UTC)
+            chains = [{"value": n, "next": {"value": n + 1, "next": None}} for n in range(3)]
+            produce_avro(stack.bootstrap, POISON_TOPIC, poison_id, POISON_SCHEMA, chains)
+
+            # The demo feeds reach bronze, silver and gold all the same.
             tables = Tables(spark, stack.home / "warehouse")
             for table in [f"bronze.{name}" for name in DEMO_BRONZE] + [
                 "silver.demo_customers_history",
@@ -86,17 +97,7 @@ def test_hub_up_keeps_landing_through_a_poisoned_feed_and_a_killed_loader_and_st
             ]:
                 tables.wait_for_rows(table, timeout_s=LANDING_S)
 
-            # A second team creates a feed, and a producer of its own poisons it in Kafka with
-            # records of a recursive schema the loader cannot land.
-            ledger_key = stack.team_key("ledger")
-            create_feed(stack.api_url, ledger_key, topic=POISON_TOPIC, schema=LEDGER_SCHEMA,
-                        owner="ledger")  # fmt: skip
-            poison_id = stack.register(ledger_key, POISON_SUBJECT, POISON_SCHEMA)
-            poisoned_at = datetime.now(UTC)
-            chains = [{"value": n, "next": {"value": n + 1, "next": None}} for n in range(3)]
-            produce_avro(stack.bootstrap, POISON_TOPIC, poison_id, POISON_SCHEMA, chains)
-
-            # Its records are quarantined with a reason, as its feed's own failure.
+            # The poisoned records are quarantined with a reason, as their feed's own failure.
             quarantine = f"quarantine.{POISON_TOPIC.replace('.', '_')}"
             tables.wait_for_rows(quarantine, timeout_s=LANDING_S, at_least=len(chains))
             assert tables.poison_reasons(quarantine) == {"SCHEMA_UNRESOLVABLE": len(chains)}
@@ -296,42 +297,38 @@ class Probe:
 
 @dataclass(frozen=True)
 class Tables:
-    """The Delta tables of `hub up`'s warehouse, read by path with the tests' Spark session."""
+    """The Delta tables of `hub up`'s warehouse. Waiting reads their logs (a Spark job per poll
+    would take CPU from the loader under test); the quarantine's reasons are read with Spark."""
 
     spark: SparkSession
     warehouse: Path
 
     def wait_for_rows(self, table: str, *, timeout_s: float, at_least: int = 1) -> None:
         wait_until(
-            lambda: self.rows(table) >= at_least,
+            lambda: self._files(table).rows() >= at_least,
             timeout_s=timeout_s,
             what=f"{at_least} rows in {table}",
-            interval_s=3,
+            interval_s=2,
         )
 
     def poison_reasons(self, table: str) -> dict[str, int]:
         """How many rows of a quarantine table have each reason code."""
-        rows = self._read(table)
-        assert rows is not None, f"{table} has no commit"
+        rows = self.spark.read.format("delta").load(str(self._path(table)))
         counts = rows.groupBy("_hub_reason_code").count().collect()
         return {row["_hub_reason_code"]: int(row["count"]) for row in counts}
-
-    def rows(self, table: str) -> int:
-        """Rows in `table` now; 0 before the loader's first commit to it."""
-        rows = self._read(table)
-        return 0 if rows is None else int(rows.count())
 
     def wait_for_records_after(
         self, moment: datetime, *, margin_s: float, timeout_s: float
     ) -> None:
         """Wait until every demo bronze table holds a record Kafka took `margin_s` after
         `moment`: records published then were landed."""
-        after = moment.timestamp() + margin_s
+        after = moment + timedelta(seconds=margin_s)
         for name in DEMO_BRONZE:
             table = f"bronze.{name}"
 
             def landed(table: str = table) -> bool:
-                return self._newest_record_s(table) > after
+                newest = self._files(table).newest("_hub_timestamp")
+                return newest is not None and newest > after
 
             wait_until(
                 landed,
@@ -340,20 +337,12 @@ class Tables:
                 interval_s=2.0,
             )
 
-    def _newest_record_s(self, table: str) -> float:
-        rows = self._read(table)
-        if rows is None:
-            return 0.0
-        newest = rows.agg(F.max(F.unix_micros("_hub_timestamp"))).collect()[0][0]
-        return 0.0 if newest is None else newest / 1e6
+    def _files(self, table: str) -> LiveFiles:
+        return LiveFiles.of(self._path(table))
 
-    def _read(self, table: str) -> DataFrame | None:
-        """The table read by its path, or None until its first commit is written."""
+    def _path(self, table: str) -> Path:
         database, name = table.split(".")
-        path = self.warehouse / f"{database}.db" / name
-        if not (path / "_delta_log" / f"{0:020d}.json").exists():
-            return None
-        return self.spark.read.format("delta").load(str(path))
+        return self.warehouse / f"{database}.db" / name
 
 
 def processes_of(home: Path) -> list[tuple[int, str]]:

@@ -1,6 +1,7 @@
 """The loader on a Spark standalone cluster: `hub load run --master spark://...` with a master
-and two workers, each its own JVM. The job is the same as with `local[*]`: the table must equal
-Kafka, each record once, also when a worker and then the driver are SIGKILLed mid-stream.
+and two workers, each its own JVM. The job is the same as with `local[*]`: bronze, silver and
+gold are built there, and the bronze table must equal Kafka, each record once, also when a
+worker and then the driver are SIGKILLed mid-stream.
 """
 
 import os
@@ -8,20 +9,28 @@ import random
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 from pyspark.sql import SparkSession
 
+from hub_cli import demo
+from hub_core.naming import TopicName, table_suffix
 from spark_loaders.cluster import LocalCluster
-from tests.support.hub_client import unique_topic
+from tests.support.hub_client import create_feed, publish, unique_topic
 from tests.support.loader import create_topic, produce_avro, register
 from tests.support.loader_process import LoaderProcess, loader_env
 
 pytestmark = pytest.mark.e2e
 
+# Records streamed during the kill test; `CLUSTER_KILL_RECORDS=100000` runs it at full size.
+KILL_RECORDS = int(os.environ.get("CLUSTER_KILL_RECORDS", "20000"))
+
+T0 = 1_750_000_000_000  # ms
 SCHEMA = {
     "type": "record",
     "name": "Tick",
@@ -29,27 +38,52 @@ SCHEMA = {
 }
 
 
-def test_the_loader_on_a_standalone_cluster_lands_each_record_once(
+def test_bronze_silver_and_gold_run_on_a_standalone_cluster_each_record_once(
     api_url: str,
-    admin_key: str,
     kafka_bootstrap: str,
+    team_key: Callable[[str], str],
     spark: SparkSession,
     spark_cluster: LocalCluster,
     tmp_path: Path,
 ) -> None:
+    # A changelog feed: 300 customers created, then each moved to another country.
+    key = team_key(demo.TEAM)
     topic = unique_topic("cluster")
-    create_topic(kafka_bootstrap, topic, partitions=3)
-    schema_id = register(api_url, admin_key, f"{topic}-value", SCHEMA)
-    values: list[dict[str, Any]] = [{"n": n, "tag": f"t{n % 97}"} for n in range(3_000)]
-    positions = produce_avro(kafka_bootstrap, topic, schema_id, SCHEMA, values)
-    placed = dict(zip(positions, (v["n"] for v in values), strict=True))
+    create_feed(api_url, key, topic=topic, schema=demo.schema_text("demo.customers"),
+                owner=demo.TEAM, partitions=3)  # fmt: skip
+    customers = range(1, 301)
+    changes = [_customer(n, "SE", T0 + n) for n in customers]
+    changes += [_customer(n, "NO", T0 + 1_000 + n, op="u") for n in customers]
+    body = [{"key": str(c["after"]["customer_id"]), "value": c} for c in changes]
+    response = publish(api_url, key, topic, body)
+    assert response.status_code == 200, response.text
+    placed = {(r["partition"], r["offset"]) for r in response.json()["results"]}
+    assert len(placed) == len(changes)
 
+    # One `--once` run on the cluster: bronze, then silver, then the gold dimension.
+    suffix = table_suffix(TopicName(topic))
+    model = tmp_path / "model.yaml"
+    model.write_text(yaml.safe_dump({"dimensions": [
+        {"name": f"customer_{suffix}", "source": topic, "business_key": ["customer_id"],
+         "attributes": ["country"]},
+    ]}))  # fmt: skip
     env = loader_env(tmp_path, api_url, kafka_bootstrap, topic)
-    master = spark_cluster.master_url
-    with LoaderProcess(env, tmp_path / "once.log", "--once", "--master", master) as loader:
+    args = ("--once", "--master", spark_cluster.master_url, "--warehouse", str(model))
+    with LoaderProcess(env, tmp_path / "once.log", *args) as loader:
         assert loader.process.wait(timeout=600) == 0, loader.text()[-3000:]
 
-    _assert_table_equals_kafka(spark, tmp_path, topic, placed, schema_id)
+    warehouse = tmp_path / "warehouse"
+    bronze = spark.read.format("delta").load(str(warehouse / "bronze.db" / suffix))
+    positions = [(r[0], r[1]) for r in bronze.select("_hub_partition", "_hub_offset").collect()]
+    assert len(positions) == len(set(positions)) == len(placed)
+    assert set(positions) == placed
+    current = spark.read.format("delta").load(str(warehouse / "silver.db" / f"{suffix}_current"))
+    assert sorted((r[0], r[1]) for r in current.select("customer_id", "country").collect()) == [
+        (n, "NO") for n in customers
+    ]
+    gold = spark.read.format("delta").load(str(warehouse / "gold.db" / f"dim_customer_{suffix}"))
+    members = gold.where("customer_id IS NOT NULL").select("customer_id", "country").collect()
+    assert sorted((r[0], r[1]) for r in members) == [(n, "NO") for n in customers]
     # It ran on the cluster: the master saw the loader's application, and its executors.
     assert "hub-loader" in _finished_applications(spark_cluster)
 
@@ -74,7 +108,7 @@ def test_a_killed_worker_and_a_killed_driver_lose_and_repeat_no_record(
     placed: dict[tuple[int, int], int] = {}
     producer = threading.Thread(
         target=_publish_paced,
-        args=(kafka_bootstrap, topic, schema_id, placed, 20_000),
+        args=(kafka_bootstrap, topic, schema_id, placed, KILL_RECORDS),
         daemon=True,
     )
     try:
@@ -90,7 +124,7 @@ def test_a_killed_worker_and_a_killed_driver_lose_and_repeat_no_record(
             time.sleep(rng.uniform(0.0, 4.0))
             loader.kill()
         producer.join(timeout=600)
-        assert len(placed) == 20_000, "the producer did not get every record acknowledged"
+        assert len(placed) == KILL_RECORDS, "the producer did not get every record acknowledged"
 
         with LoaderProcess(env, tmp_path / "final.log", "--once", "--master", master) as loader:
             assert loader.process.wait(timeout=600) == 0, loader.text()[-3000:]
@@ -98,6 +132,14 @@ def test_a_killed_worker_and_a_killed_driver_lose_and_repeat_no_record(
         spark_cluster.start()  # the next test gets both workers again
 
     _assert_table_equals_kafka(spark, tmp_path, topic, placed, schema_id)
+
+
+def _customer(customer_id: int, country: str, ms: int, *, op: str = "c") -> dict[str, Any]:
+    row = {"customer_id": customer_id, "name": f"Customer {customer_id}",
+           "email": f"c{customer_id}@example.com", "country": country}  # fmt: skip
+    value = demo.change_event(op, "customers", None, row)
+    value["ts_ms"] = value["source"]["ts_ms"] = ms
+    return value
 
 
 def _publish_paced(

@@ -1,16 +1,20 @@
 """The whole hub over a SASL_SSL Kafka: the API, a connector and the loader, each connecting with
 the same `HUB_KAFKA_*` security settings (SCRAM-SHA-512 over TLS, the broker verified against
-its CA)."""
+its CA), from a feed's registration to its gold dimension."""
 
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pyspark.sql import SparkSession
 
+from hub_cli import demo
+from hub_core.naming import TopicName, table_suffix
 from hub_kafka.settings import KafkaSettings
 from spark_loaders.settings import LoaderSettings
+from spark_loaders.warehouse.build import build_model
 from tests.support.api_server import serve_api
 from tests.support.connect import connector_file, running_worker
 from tests.support.hub_client import create_feed, create_key, publish, unique_topic
@@ -19,11 +23,6 @@ from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
-SCHEMA = {
-    "type": "record",
-    "name": "Order",
-    "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
-}
 SECURITY_FIELDS = (
     "security_protocol",
     "sasl_mechanism",
@@ -38,7 +37,7 @@ def _security(kafka: KafkaSettings) -> dict[str, Any]:
     return {name: getattr(kafka, name) for name in SECURITY_FIELDS}
 
 
-def test_api_connector_and_loader_carry_records_over_sasl_ssl(
+def test_registry_publish_connector_bronze_silver_and_gold_work_over_sasl_ssl(
     secured_kafka: KafkaSettings,
     spark: SparkSession,
     loader_settings: LoaderSettings,
@@ -50,12 +49,14 @@ def test_api_connector_and_loader_carry_records_over_sasl_ssl(
         bootstrap_servers=secured_kafka.bootstrap_servers,
         kafka=_security(secured_kafka),
     ) as api_url:
-        key = create_key(database, team="shop")
+        # A changelog feed: its schema registered, three customers published.
+        key = create_key(database, team=demo.TEAM)
         topic = unique_topic("shop")
-        create_feed(api_url, key, topic=topic, schema=SCHEMA, owner="shop", partitions=1)
-        response = publish(
-            api_url, key, topic, [{"value": {"id": n, "item": f"item {n}"}} for n in (1, 2, 3)]
-        )
+        create_feed(api_url, key, topic=topic, schema=demo.schema_text("demo.customers"),
+                    owner=demo.TEAM, partitions=1)  # fmt: skip
+        changes = [_customer(n, country) for n, country in ((1, "SE"), (2, "NO"), (3, "DK"))]
+        body = [{"key": str(c["after"]["customer_id"]), "value": c} for c in changes]
+        response = publish(api_url, key, topic, body)
         assert response.status_code == 200, response.text
 
         log_file = tmp_path / "app.log"
@@ -63,7 +64,7 @@ def test_api_connector_and_loader_carry_records_over_sasl_ssl(
         connector = connector_file(
             tmp_path,
             kind="logfile",
-            owner="shop",
+            owner=demo.TEAM,
             source={
                 "paths": [str(log_file)],
                 "format": "json",
@@ -88,14 +89,30 @@ def test_api_connector_and_loader_carry_records_over_sasl_ssl(
                 what="the connector's records in bronze",
             )
 
-        rows = spark.sql(f"SELECT id, item FROM bronze.{topic.replace('.', '_')}").collect()
-        assert sorted((r["id"], r["item"]) for r in rows) == [
-            (1, "item 1"),
-            (2, "item 2"),
-            (3, "item 3"),
-        ]
-        numbers = spark.sql(f"SELECT n FROM bronze.{connector.topic.replace('.', '_')}")
+        suffix = table_suffix(TopicName(topic))
+        rows = spark.sql(f"SELECT after.customer_id FROM bronze.{suffix}").collect()
+        assert sorted(r["customer_id"] for r in rows) == [1, 2, 3]
+        numbers = spark.sql(f"SELECT n FROM bronze.{table_suffix(TopicName(connector.topic))}")
         assert sorted(r["n"] for r in numbers.collect()) == [10, 11]
+
+        # Silver follows bronze, and gold is built on it.
+        model = tmp_path / "model.yaml"
+        model.write_text(yaml.safe_dump({"dimensions": [
+            {"name": f"customer_{suffix}", "source": topic, "business_key": ["customer_id"],
+             "attributes": ["country"]},
+        ]}))  # fmt: skip
+        build_model(spark, settings, model).raise_first()
+        current = spark.sql(f"SELECT customer_id, country FROM silver.{suffix}_current")
+        assert sorted((r[0], r[1]) for r in current.collect()) == [(1, "SE"), (2, "NO"), (3, "DK")]
+        gold = spark.sql(f"SELECT customer_id, country FROM gold.dim_customer_{suffix}")
+        members = sorted((r[0], r[1]) for r in gold.collect() if r[0] is not None)
+        assert members == [(1, "SE"), (2, "NO"), (3, "DK")]
+
+
+def _customer(customer_id: int, country: str) -> dict[str, Any]:
+    row = {"customer_id": customer_id, "name": f"Customer {customer_id}",
+           "email": f"c{customer_id}@example.com", "country": country}  # fmt: skip
+    return demo.change_event("c", "customers", None, row)
 
 
 def _landed(spark: SparkSession, settings: LoaderSettings, kafka: KafkaSettings, topic: str) -> int:
