@@ -20,7 +20,7 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: setup
-setup: $(VENV)/.installed $(JARS)/.fetched postgres object-store ## Set up everything: venv, jars, PostgreSQL, S3 server (idempotent)
+setup: $(VENV)/.installed jdk $(JARS)/.fetched postgres object-store ## Set up everything: venv, JDK and Maven, jars, PostgreSQL, S3 server (idempotent)
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@echo "==> Python environment in $(VENV) (pinned by requirements.lock)"
@@ -33,7 +33,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 # The Thrift server's authenticator compiles against the pyspark wheel's jars, hence the venv.
 $(JARS)/.fetched: jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-connectors/pom.xml jvm/metastore/pom.xml \
 		jvm/thrift-auth/pom.xml $(wildcard jvm/thrift-auth/src/main/java/org/integrationhub/thrift/*.java) \
-		$(VENV)/.installed
+		$(VENV)/.installed | jdk
 	@echo "==> JVM jars from Maven Central into $(JARS) (Kafka broker; Delta, Kafka and Avro for Spark; S3A for s3a:// tables; Derby metastore server and the PostgreSQL JDBC driver; the Thrift server's authenticator)"
 	@java -version 2>&1 | head -1
 	rm -rf $(JARS)/kafka $(JARS)/spark $(JARS)/s3a $(JARS)/metastore
@@ -72,6 +72,18 @@ helm-lint: ## Build helm from the Go module proxy, then lint and render the char
 	$$(command -v helm || echo $$(go env GOPATH)/bin/helm) lint helm/integration-hub
 	$$(command -v helm || echo $$(go env GOPATH)/bin/helm) template hub helm/integration-hub \
 	  --set analyst.enabled=true >/dev/null
+
+# Kafka 4.1 and Spark 4.0 need Java 17 or later; Maven fetches the jars.
+.PHONY: jdk
+jdk: ## Install a Java 17 JDK and Maven from Debian packages when missing
+	@if java -version 2>&1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])' && command -v mvn >/dev/null; then \
+	  echo "==> Java and Maven: $$(java -version 2>&1 | head -1), $$(mvn -B -v 2>/dev/null | head -1 | sed "s/\x1b\[[0-9;]*m//g")"; \
+	else \
+	  echo "==> Java 17 and Maven: installing the Debian packages"; \
+	  $(SUDO) apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	    openjdk-17-jdk-headless maven; \
+	fi
 
 .PHONY: postgres
 postgres: ## Install the PostgreSQL server from Debian packages when missing

@@ -82,8 +82,11 @@ def test_bronze_silver_and_gold_run_on_a_standalone_cluster_each_record_once(
         (n, "NO") for n in customers
     ]
     gold = spark.read.format("delta").load(str(warehouse / "gold.db" / f"dim_customer_{suffix}"))
-    members = gold.where("customer_id IS NOT NULL").select("customer_id", "country").collect()
-    assert sorted((r[0], r[1]) for r in members) == [(n, "NO") for n in customers]
+    # A type 2 dimension: each customer's first version is closed, the move is current.
+    versions = gold.where("customer_id IS NOT NULL").select("customer_id", "country", "is_current")
+    assert sorted((r[0], r[1], r[2]) for r in versions.collect()) == [
+        version for n in customers for version in ((n, "NO", True), (n, "SE", False))
+    ]
     # It ran on the cluster: the master saw the loader's application, and its executors.
     assert "hub-loader" in _finished_applications(spark_cluster)
 
