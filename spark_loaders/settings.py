@@ -151,7 +151,8 @@ class LoaderSettings(BaseSettings):
     )
     topic_pattern: str = Field(
         default=DEFAULT_TOPIC_PATTERN,
-        description="Java regex of the topics to land; new matching topics are picked up live.",
+        description="Regular expression of the topics to land, matched whole (Java and Python "
+        "syntax alike); new matching topics are picked up live. Silver follows the same topics.",
     )
     trigger_seconds: float = Field(
         default=1.0, gt=0, description="Micro-batch trigger interval in seconds."
@@ -245,4 +246,15 @@ class LoaderSettings(BaseSettings):
                 "not a Spark master URL; use local[*], local[N], spark://host:port, "
                 "k8s://https://host:port or yarn"
             )
+        return value
+
+    @field_validator("topic_pattern")
+    @classmethod
+    def _valid_pattern(cls, value: str) -> str:
+        """Kafka matches the pattern in Java, and silver picks its tables with it in Python: it
+        must be a regular expression both read the same (no Java-only classes like `\\p{...}`)."""
+        try:
+            re.compile(value)
+        except re.error as error:
+            raise ValueError(f"not a regular expression: {error}") from None
         return value

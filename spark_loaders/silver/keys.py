@@ -10,6 +10,7 @@ makes every row column a nullable union except the primary key columns).
 
 import json
 import logging
+import re
 from typing import Any
 
 import httpx
@@ -24,7 +25,12 @@ log = logging.getLogger(__name__)
 
 
 def discover(spark: SparkSession, settings: LoaderSettings) -> list[ChangelogSpec]:
-    """A spec for every bronze table holding change events whose key the registry tells."""
+    """A spec for every bronze table of this loader's topics (`HUB_LOADER_TOPIC_PATTERN`)
+    holding change events whose key the registry tells.
+
+    The metastore may hold the tables of other loaders (several loaders, each with a pattern of
+    its own, can share one): their silver tables are theirs to follow, with their checkpoints.
+    """
     if not spark.catalog.databaseExists("bronze"):
         return []
     envelopes = [
@@ -34,6 +40,7 @@ def discover(spark: SparkSession, settings: LoaderSettings) -> list[ChangelogSpe
     ]
     if not envelopes:
         return []
+    ours = re.compile(settings.topic_pattern)
     with _registry(settings) as http:
         topics = {table_suffix(TopicName(t)): t for t in _value_topics(http)}
         specs = []
@@ -42,6 +49,8 @@ def discover(spark: SparkSession, settings: LoaderSettings) -> list[ChangelogSpe
             if topic is None:
                 log.warning("bronze.%s holds change events but no registry subject names it", name)
                 continue
+            if not ours.fullmatch(topic):
+                continue  # another loader's topic
             fields = row_fields(spark.table(f"bronze.{name}").schema)
             keys = key_columns(http, topic)
             if not keys or any(k not in fields for k in keys):

@@ -1,8 +1,10 @@
 """Register → publish through the gateway → land in bronze → read back with Spark SQL."""
 
 import random
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -26,6 +28,7 @@ def test_published_page_views_land_in_bronze_exactly_once_with_equal_values(
     team_key: Callable[[str], str],
     spark: SparkSession,
     loader_settings: LoaderSettings,
+    tmp_path: Path,
 ) -> None:
     key = team_key(demo.TEAM)
     create_feed(
@@ -46,7 +49,11 @@ def test_published_page_views_land_in_bronze_exactly_once_with_equal_values(
             offsets[value["view_id"]] = (result["partition"], result["offset"])
 
     kafka = KafkaSettings(bootstrap_servers=kafka_bootstrap)
-    land_once(spark, loader_settings, kafka)
+    # A loader of this topic alone: the session's Kafka holds every other test's topics too.
+    settings = loader_settings.model_copy(
+        update={"topic_pattern": re.escape(TOPIC), "checkpoint_dir": tmp_path / "checkpoints"}
+    )
+    land_once(spark, settings, kafka)
 
     rows = spark.sql(
         """

@@ -1,5 +1,7 @@
 """Silver current (SCD1) and history (SCD2) on scripted change sequences, checked row by row."""
 
+import json
+import re
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -7,15 +9,24 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
-from pyspark.sql.types import LongType, StringType
+from pyspark.sql.types import DataType, LongType, StringType
 
+from hub_cli.demo import schema_text
+from hub_core.naming import TopicName, table_suffix
+from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.changes import UNAVAILABLE_VALUE, ChangelogSpec
+from spark_loaders.silver.keys import discover
 from spark_loaders.silver.loader import SilverLoader
 from tests.support.changelog import ChangeLog
+from tests.support.loader import register
 
 pytestmark = pytest.mark.integration
 
-ROW = [("id", LongType()), ("name", StringType()), ("email", StringType())]
+ROW: list[tuple[str, DataType]] = [
+    ("id", LongType()),
+    ("name", StringType()),
+    ("email", StringType()),
+]
 
 
 def _spec(spark: SparkSession) -> tuple[ChangelogSpec, ChangeLog]:
@@ -182,3 +193,27 @@ def test_unavailable_markers_are_found_in_text_bytes_and_array_columns(
     found = {r["id"]: r["_hub_unavailable"] for r in events(frame, spec).collect()}
     # Only updates leave columns out; a create holding the text is taken as it is.
     assert found == {1: ["note", "blob", "tags"], 2: [], 3: []}
+
+
+def test_a_loader_follows_the_changelog_tables_of_its_own_topics_only(
+    spark: SparkSession, api_url: str, admin_key: str, loader_settings: LoaderSettings
+) -> None:
+    # Two changelog tables in the shared metastore; a loader of one topic follows only it.
+    domain = f"own{uuid.uuid4().hex[:8]}"
+    mine, theirs = f"{domain}.mine", f"{domain}.theirs"
+    key = {"type": "record", "name": "Key", "fields": [{"name": "id", "type": "long"}]}
+    for topic in (mine, theirs):
+        register(api_url, admin_key, f"{topic}-key", key)
+        register(api_url, admin_key, f"{topic}-value", json.loads(schema_text("demo.customers")))
+        ChangeLog(table="customers", row=ROW).append(spark, f"bronze.{_suffix(topic)}", [])
+    of_mine = loader_settings.model_copy(update={"topic_pattern": re.escape(mine)})
+
+    found = [spec.bronze_table for spec in discover(spark, of_mine)]
+    everyone = [spec.bronze_table for spec in discover(spark, loader_settings)]
+
+    assert found == [f"bronze.{_suffix(mine)}"]
+    assert {f"bronze.{_suffix(mine)}", f"bronze.{_suffix(theirs)}"} <= set(everyone)
+
+
+def _suffix(topic: str) -> str:
+    return table_suffix(TopicName(topic))
