@@ -56,9 +56,20 @@ object-store: $(VERSITYGW_STAMP) ## Build the local S3-compatible server (versit
 
 $(VERSITYGW_STAMP):
 	@echo "==> versitygw $(VERSITYGW_VERSION) from the Go module proxy into $(HUB_HOME)/bin"
-	@go version
-	GOBIN=$(HUB_HOME)/bin go install -v github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	@GO=$$($(MAKE) -s --no-print-directory go-path) && $$GO version && \
+	  GOBIN=$(HUB_HOME)/bin $$GO install -v github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 	@touch $@
+
+# Go for the tools above: the one on PATH when it is 1.21 or later (it fetches the newer
+# toolchain a module asks for by itself), else a pinned toolchain from the Go module proxy
+# (tools/fetch_go.py), kept under $(HUB_HOME)/go.
+.PHONY: go-path
+go-path:
+	@if command -v go >/dev/null && go version | grep -Eq 'go1\.(2[1-9]|[3-9][0-9])'; then \
+	  command -v go; \
+	else \
+	  $(PYTHON) tools/fetch_go.py $(HUB_HOME)/go; \
+	fi
 
 .PHONY: bench-jars
 bench-jars: ## Fetch Debezium + Kafka Connect jars for bench/cdc.py (not needed by setup or CI)
@@ -67,8 +78,8 @@ bench-jars: ## Fetch Debezium + Kafka Connect jars for bench/cdc.py (not needed 
 HELM_VERSION := v3.17.3
 .PHONY: helm-lint
 helm-lint: ## Build helm from the Go module proxy, then lint and render the chart (not needed by CI)
-	@command -v helm >/dev/null || test -x $$(go env GOPATH)/bin/helm || \
-	  go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	@command -v helm >/dev/null || test -x $$(go env GOPATH 2>/dev/null)/bin/helm || \
+	  $$($(MAKE) -s --no-print-directory go-path) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	$$(command -v helm || echo $$(go env GOPATH)/bin/helm) lint helm/integration-hub
 	$$(command -v helm || echo $$(go env GOPATH)/bin/helm) template hub helm/integration-hub \
 	  --set analyst.enabled=true >/dev/null
