@@ -59,6 +59,17 @@ class ConnectSettings(BaseSettings):
     retry_backoff_max_seconds: float = Field(
         default=30.0, gt=0, description="Longest wait between two retries of a transient failure."
     )
+    health_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="Port of the worker's /healthz and /readyz (Kubernetes probes); unset: "
+        "not served.",
+    )
+    health_host: str = Field(
+        default="127.0.0.1",
+        description="Interface of the health endpoints; 0.0.0.0 in a pod, for the kubelet.",
+    )
     retry_limit_seconds: float = Field(
         default=300.0,
         gt=0,

@@ -24,6 +24,7 @@ from connectors.errors import ConfigProblem, ConnectorConfigError
 from connectors.runtime import FeedSink, Task, task_backoff
 from connectors.settings import ConnectSettings
 from connectors.sources import build_source, secret_values
+from hub_core.health import HealthServer
 from hub_kafka.settings import KafkaSettings
 from publish.services import PublishServices, publish_services
 from registry.settings import RegistrySettings
@@ -80,8 +81,11 @@ class Worker:
         self._lock = threading.Lock()
         self._started_at_ms = now_ms()
 
-    def run(self, stop: threading.Event) -> None:
-        """Start every connector, then serve control requests and heartbeats until `stop`."""
+    def run(self, stop: threading.Event, *, health: HealthServer | None = None) -> None:
+        """Start every connector, then serve control requests and heartbeats until `stop`.
+
+        `health` hears at every heartbeat whether any connector has FAILED (`/readyz`)."""
+        health = health or HealthServer("", None, name="connectors")
         control_stop = threading.Event()
         for loaded in self._connectors.values():
             self._start(loaded)
@@ -93,10 +97,13 @@ class Worker:
         )
         follower.start()
         try:
+            health.report(self._not_ready())
             while not stop.wait(self._settings.heartbeat_seconds):
                 for task in list(self._tasks.values()):
                     self._report(task)
+                health.report(self._not_ready())
         finally:
+            health.report("stopping")
             log.info("stopping %d connector(s)", len(self._tasks))
             control_stop.set()
             for task in self._tasks.values():
@@ -106,6 +113,11 @@ class Worker:
                 task.status.retry = None
                 self._report(task)
             follower.join(timeout=5)
+
+    def _not_ready(self) -> str | None:
+        """Why the worker is not doing its work: its FAILED connectors; None when none is."""
+        failed = sorted(n for n, t in self._tasks.items() if t.status.state is State.FAILED)
+        return f"FAILED: {', '.join(failed)}" if failed else None
 
     def task(self, name: str) -> Task:
         return self._tasks[name]

@@ -49,6 +49,7 @@ def run(files: ConnectorFiles) -> None:
     from connectors.errors import ConnectorConfigError
     from connectors.settings import ConnectSettings
     from connectors.worker import Worker, connect_services
+    from hub_core.health import HealthServer
     from hub_kafka.settings import KafkaSettings
     from registry.settings import RegistrySettings
 
@@ -66,8 +67,10 @@ def run(files: ConnectorFiles) -> None:
         "worker %s running %d connector(s): %s",
         settings.worker_id, len(loaded), ", ".join(c.name for c in loaded),
     )  # fmt: skip
+    health = HealthServer(settings.health_host, settings.health_port, name="connectors")
     try:
-        Worker(loaded, services=services, settings=settings).run(stop)
+        with health:
+            Worker(loaded, services=services, settings=settings).run(stop, health=health)
     finally:
         services.close()
     log.info("worker %s stopped", settings.worker_id)

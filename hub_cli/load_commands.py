@@ -42,6 +42,7 @@ def load_run(
     Changelog topics are also kept in silver tables; with --warehouse, gold tables too.
     On a cluster (--master spark://...) this process is the driver; executors run the tasks.
     """
+    from hub_core.health import HealthServer
     from hub_kafka.settings import KafkaSettings
     from spark_loaders import LoaderSettings, spark_session
     from spark_loaders.runner import run_streams
@@ -49,12 +50,18 @@ def load_run(
 
     # Built with the option, not copied: the master is validated like HUB_LOADER_MASTER.
     settings = LoaderSettings(master=master) if master else LoaderSettings()
-    with spark_session(settings) as spark:
+    health = HealthServer(settings.health_host, settings.health_port, name="loader")
+    with health, spark_session(settings) as spark:
         downstream = Downstream(spark, settings, warehouse=_model_paths(warehouse or []))
         if not once:
             downstream.start()
         queries = run_streams(
-            spark, settings, KafkaSettings(), available_now=once, on_stop=downstream.request_stop
+            spark,
+            settings,
+            KafkaSettings(),
+            available_now=once,
+            on_stop=downstream.request_stop,
+            health=health,
         )
         downstream.stop()
         if once:

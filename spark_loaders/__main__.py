@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from pyspark.sql import SparkSession
 
 from hub_core.config_file import apply_config_file
+from hub_core.health import HealthServer
 from hub_kafka.settings import KafkaSettings
 from spark_loaders.runner import run_streams
 from spark_loaders.session import SAFE_CONF, lock_down, spark_session
@@ -27,8 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     apply_config_file()  # HUB_CONFIG_FILE, as `hub load run` reads it
     settings = LoaderSettings()
-    with _session(settings, submitted=args.submitted) as spark:
-        queries = run_streams(spark, settings, KafkaSettings(), available_now=args.once)
+    health = HealthServer(settings.health_host, settings.health_port, name="loader")
+    with health, _session(settings, submitted=args.submitted) as spark:
+        queries = run_streams(
+            spark, settings, KafkaSettings(), available_now=args.once, health=health
+        )
         failures = [(q.name, q.exception()) for q in queries if q.exception() is not None]
     for name, error in failures:
         logging.getLogger("spark_loaders").error("%s failed: %s", name, error)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from hub_core.health import HealthServer
 from hub_kafka.settings import KafkaSettings
 from spark_loaders.bronze import BronzeLoader
 from spark_loaders.isolation import describe, stopped_on_dependency
@@ -45,15 +46,18 @@ def run_streams(
     available_now: bool = False,
     streams: list[StreamStarter] | None = None,
     on_stop: Callable[[], None] | None = None,
+    health: HealthServer | None = None,
 ) -> list[StreamingQuery]:
     """Run the queries until SIGTERM/SIGINT (or, with `available_now`, until caught up).
 
     `on_stop` is called as stopping begins, so that other work can wind down meanwhile.
+    `health` hears, on every turn of the loop, whether every query runs (`/readyz`).
     A continuous query that failed because the registry or the metastore stayed away past its
     retries is restarted from its checkpoint (its failed batch is redone, nothing is lost).
     Returns the queries, stopped; a query's `exception()` tells whether it failed.
     """
     starters = streams or STREAMS
+    health = health or HealthServer("", None, name="loader")
     queries = [start(spark, settings, kafka, available_now) for start in starters]
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():
@@ -61,8 +65,12 @@ def run_streams(
             signal.signal(stop_signal, lambda *_: stop.set())
     try:
         while not stop.is_set():
+            health.report(None if all(q.isActive for q in queries) else "a query stopped")
             for index, query in enumerate(queries):
                 if not query.isActive and _restartable(query, available_now):
+                    health.report(
+                        f"query {query.name} waits to restart: " + describe(query.exception())  # type: ignore[arg-type]
+                    )
                     log.warning(
                         "query %s stopped because a dependency is unavailable; restarting it "
                         "from its checkpoint in %.0f s: %s",
@@ -77,6 +85,7 @@ def run_streams(
                 break
             stop.wait(1.0)
     finally:
+        health.report("stopping")
         log.info("stopping the loader after its current batch")
         if on_stop is not None:
             on_stop()

@@ -187,6 +187,17 @@ class LoaderSettings(BaseSettings):
         default="earliest",
         description="Where a new checkpoint starts reading: `earliest` or `latest`.",
     )
+    health_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="Port of the loader's /healthz and /readyz (Kubernetes probes); unset: "
+        "not served.",
+    )
+    health_host: str = Field(
+        default="127.0.0.1",
+        description="Interface of the health endpoints; 0.0.0.0 in a pod, for the kubelet.",
+    )
 
     @field_validator("warehouse_dir", "checkpoint_dir", mode="before")
     @classmethod

@@ -24,6 +24,8 @@ from spark_loaders.cluster import LocalCluster
 from tests.support.hub_client import create_feed, publish, unique_topic
 from tests.support.loader import create_topic, produce_avro, register
 from tests.support.loader_process import LoaderProcess, loader_env
+from tests.support.ports import free_port
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -104,6 +106,8 @@ def test_a_killed_worker_and_a_killed_driver_lose_and_repeat_no_record(
     schema_id = register(api_url, admin_key, f"{topic}-value", SCHEMA)
     env = loader_env(tmp_path, api_url, kafka_bootstrap, topic)
     env["HUB_LOADER_MAX_OFFSETS_PER_TRIGGER"] = "3000"
+    health = f"http://127.0.0.1:{free_port()}"
+    env["HUB_LOADER_HEALTH_PORT"] = health.rsplit(":", 1)[1]
     master = spark_cluster.master_url
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
@@ -118,6 +122,9 @@ def test_a_killed_worker_and_a_killed_driver_lose_and_repeat_no_record(
         with LoaderProcess(env, tmp_path / "killed.log", "--master", master) as loader:
             producer.start()
             landed = loader.wait_for(" <- ")
+            # Landing: what the chart's probes ask the driver says so.
+            wait_until(lambda: _status(f"{health}/readyz") == 200, timeout_s=30, what="ready")
+            assert _status(f"{health}/healthz") == 200
             worker = spark_cluster.worker_pid(1)
             assert worker is not None
             os.kill(worker, signal.SIGKILL)
@@ -181,6 +188,10 @@ def _assert_table_equals_kafka(
     assert set(by_position) == set(placed)  # no record missing, none invented
     for position, n in placed.items():
         assert by_position[position] == (n, f"t{n % 97}", schema_id)
+
+
+def _status(url: str) -> int:
+    return httpx.get(url, timeout=5).status_code
 
 
 def _finished_applications(cluster: LocalCluster) -> list[str]:
