@@ -250,9 +250,11 @@ class RegistryService:
                     f"'{subject}' (compatibility level {level}): " + "; ".join(report.messages()),
                     reasons=report.messages(),
                 )
-        return self._store.register(
+        registered = self._store.register(
             subject=subject, schema=schema, schema_id=schema_id, version=version
         )
+        self._latest.pop(subject)  # this process publishes with the new version at once
+        return registered
 
     def _check_import(
         self,
@@ -318,7 +320,8 @@ class RegistryService:
     def current(self, *, subject: Subject) -> RegisteredSchema:
         """The latest live version of `subject` as of at most `cache_seconds` ago.
 
-        For hot paths (publishing) that may use a new version a few seconds late.
+        For hot paths (publishing) that may use a new version a few seconds late: at once in
+        the process that registered it, within `cache_seconds` in the others.
         """
         latest = self._latest.get(subject)
         if latest is None:
