@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings
+from typer.core import TyperGroup
 
 from hub_core.config_file import CONFIG_FILE_VARIABLE
 from hub_core.environment import is_secret
@@ -24,19 +25,8 @@ config_app = typer.Typer(
     help="The hub's settings: environment and config file.", no_args_is_help=True
 )
 
-# Variables read outside the settings classes: by `hub` itself and by its commands' options.
-_OTHER_NAMES = frozenset(
-    {
-        CONFIG_FILE_VARIABLE,
-        "HUB_HOME",
-        "HUB_LOG_LEVEL",
-        "HUB_LOG_FORMAT",
-        "HUB_API_KEY",
-        "HUB_API_URL",
-        "HUB_REGISTRY_URL",
-        "HUB_WAREHOUSE_MODEL",
-    }
-)
+# Variables read straight from the environment, by no settings class and no command option.
+DIRECT_VARIABLES = frozenset({"HUB_HOME", "HUB_LOG_LEVEL", "HUB_LOG_FORMAT"})
 
 
 class UnknownSettings(TerminalError):
@@ -135,9 +125,26 @@ def _database(settings: Any) -> str:
     return make_url(settings.database_url).render_as_string(hide_password=True)
 
 
+def cli_variables(command: Any) -> set[str]:
+    """The environment variables the options and arguments of `command` and its subcommands
+    fall back to (`HUB_CONFIG_FILE`, `HUB_API_KEY`, ...)."""
+    found: set[str] = set()
+    for param in command.get_params(typer.Context(command)):
+        envvar = param.envvar
+        found.update([envvar] if isinstance(envvar, str) else envvar or [])
+    if isinstance(command, TyperGroup):
+        context = typer.Context(command)
+        for name in command.list_commands(context):
+            found |= cli_variables(command.get_command(context, name))
+    return found
+
+
 def unknown_names(names: Iterable[str], found: list[Component]) -> list[str]:
     """`HUB_*` names no component reads."""
-    known = set(_OTHER_NAMES).union(*(component.names() for component in found))
+    from hub_cli.main import app  # here: main imports this module
+
+    known = set(DIRECT_VARIABLES) | cli_variables(typer.main.get_command(app))
+    known = known.union(*(component.names() for component in found))
     return sorted(name for name in names if name.startswith("HUB_") and name not in known)
 
 

@@ -5,7 +5,7 @@ own; Kubernetes probes (and operators with curl) ask them over this one, which a
 serves with the standard library's WSGI server.
 
 - `GET /healthz`: the process is alive, its main loop having run within the last `stall_s`
-  seconds (it calls `beat()` on every turn). A driver stuck for minutes answers 503, so that a
+  seconds (it calls `report()` on every turn). A driver stuck for minutes answers 503, so that a
   liveness probe restarts it.
 - `GET /readyz`: the process does its work: 200 when the last `report(None)` said so, else 503
   with the reason last reported ("starting", a failed connector, a query waiting for the
@@ -37,7 +37,7 @@ class _QuietHandler(WSGIRequestHandler):
 
 class HealthServer:
     """`/healthz` and `/readyz` on `host:port` while used as a context manager; with no port
-    (the setting left unset) nothing is served, and `beat` and `report` cost nothing."""
+    (the setting left unset) nothing is served, and `report` costs nothing."""
 
     def __init__(self, host: str, port: int | None, *, name: str, stall_s: float = 120.0) -> None:
         self._host = host
@@ -55,13 +55,9 @@ class HealthServer:
         """The port served (the one given, or the one chosen when 0 was given)."""
         return self._server.server_port if self._server is not None else self._port
 
-    def beat(self) -> None:
-        """The main loop ran: the process is alive."""
-        with self._lock:
-            self._beat = time.monotonic()
-
     def report(self, not_ready: str | None) -> None:
-        """None when the process does its work, else why it does not; also a beat."""
+        """The main loop ran (the process is alive), and: None when it does its work, else why
+        it does not."""
         with self._lock:
             if not_ready != self._not_ready:
                 state = "ready" if not_ready is None else f"not ready: {not_ready}"

@@ -27,6 +27,7 @@ import typer
 from pydantic_settings import BaseSettings
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
+from hub_cli.config_commands import DIRECT_VARIABLES, cli_variables
 from hub_cli.main import app
 from tests.conftest import REPO
 
@@ -38,7 +39,6 @@ NEEDS_SERVER = "needs-server"
 MARKERS = {NEEDS_SERVER}
 # Read from the environment directly, not through a settings class: the state directory
 # (hub_core.settings.default_home) and the logging set-up (hub_cli.logs).
-OTHER_VARIABLES = {"HUB_HOME", "HUB_LOG_FORMAT", "HUB_LOG_LEVEL"}
 
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)")
 _MARKER = re.compile(r"<!--\s*snippet:\s*(?P<name>[\w-]+)\s*-->")
@@ -190,18 +190,6 @@ def check_hub_command(words: list[str]) -> list[str]:
     return problems
 
 
-def _cli_variables(command: Any) -> set[str]:
-    """The environment fallbacks of CLI options and arguments (`HUB_API_KEY`, ...)."""
-    found: set[str] = set()
-    for param in command.get_params(typer.Context(command)):
-        envvar = param.envvar
-        found.update([envvar] if isinstance(envvar, str) else envvar or [])
-    if isinstance(command, TyperGroup):
-        for sub in _subcommands(command).values():
-            found |= _cli_variables(sub)
-    return found
-
-
 def _settings_classes() -> list[type[BaseSettings]]:
     """Every pydantic-settings class in the hub's packages (their `*settings.py` modules)."""
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
@@ -223,7 +211,7 @@ def known_variables() -> set[str]:
     """Every `HUB_*` environment variable the hub reads."""
     classes = _settings_classes()
     assert len(classes) >= 6, f"found only these settings classes: {classes}"
-    known = set(OTHER_VARIABLES) | _cli_variables(ROOT)
+    known = set(DIRECT_VARIABLES) | cli_variables(ROOT)
     for settings in classes:
         prefix = str(settings.model_config.get("env_prefix", ""))
         known.update(f"{prefix}{field}".upper() for field in settings.model_fields)

@@ -35,7 +35,7 @@ def test_alive_while_the_main_loop_beats_and_not_once_it_stalls() -> None:
         alive = _get(server, "/healthz")
         time.sleep(0.5)
         stalled = _get(server, "/healthz")
-        server.beat()
+        server.report(None)
         again = _get(server, "/healthz")
 
     assert alive.status_code == 200
@@ -56,7 +56,6 @@ def test_other_paths_and_methods_are_refused() -> None:
 def test_nothing_is_served_without_a_port() -> None:
     with HealthServer("127.0.0.1", None, name="loader") as server:
         server.report(None)
-        server.beat()
         assert server.port is None
 
 
