@@ -75,14 +75,52 @@ go-path:
 bench-jars: ## Fetch Debezium + Kafka Connect jars for bench/cdc.py (not needed by setup or CI)
 	mvn -B -ntp -s jvm/settings.xml -f jvm/debezium/pom.xml package -Dhub.jars.dir=$(JARS)
 
+# The container image (image/Containerfile, built by image/build.sh): Debian 12 from mmdebstrap,
+# the locked environment, the jars and the hub. Rebuilt when any of its inputs changes.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+IMAGE ?= localhost/integration-hub:$(VERSION)
+IMAGE_STAMP := $(HUB_HOME)/image/.built
+PACKAGES := hub_core registry catalog hub_kafka migrations publish connectors hub_api spark_loaders hub_cli
+
+.PHONY: image
+image: $(IMAGE_STAMP) ## Build the container image (mmdebstrap + buildah; `IMAGE=` names it)
+
+$(IMAGE_STAMP): image/Containerfile image/build.sh requirements.lock pyproject.toml \
+		$(shell find $(PACKAGES) -type f -not -name '*.pyc' 2>/dev/null) \
+		$(VENV)/.installed $(JARS)/.fetched | image-tools
+	VENV=$(VENV) image/build.sh $(IMAGE)
+	@echo "$(IMAGE)" > $@
+
+.PHONY: image-tools
+image-tools: ## Install mmdebstrap and buildah from Debian packages when missing
+	@if command -v mmdebstrap >/dev/null && command -v buildah >/dev/null; then \
+	  echo "==> mmdebstrap $$(mmdebstrap --version | cut -d' ' -f2), $$(buildah --version)"; \
+	else \
+	  echo "==> mmdebstrap and buildah: installing the Debian packages"; \
+	  $(SUDO) apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q mmdebstrap buildah; \
+	fi
+
+# What validates the Helm chart (tests/deploy/test_chart.py): helm, kubeconform with JSON schemas
+# of a pinned Kubernetes version (tools/k8s_schemas.py), and the kube-score linter. The tools come
+# from the Go module proxy at these versions, built once per machine (tools/go_install.sh).
 HELM_VERSION := v3.17.3
-.PHONY: helm-lint
-helm-lint: ## Build helm from the Go module proxy, then lint and render the chart (not needed by CI)
-	@command -v helm >/dev/null || test -x $$(go env GOPATH 2>/dev/null)/bin/helm || \
-	  $$($(MAKE) -s --no-print-directory go-path) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
-	$$(command -v helm || echo $$(go env GOPATH)/bin/helm) lint helm/integration-hub
-	$$(command -v helm || echo $$(go env GOPATH)/bin/helm) template hub helm/integration-hub \
-	  --set analyst.enabled=true >/dev/null
+KUBECONFORM_VERSION := v0.7.0
+KUBE_SCORE_VERSION := v1.20.0
+CHART_TOOLS := $(HUB_HOME)/bin/.chart-tools-$(HELM_VERSION)-$(KUBECONFORM_VERSION)-$(KUBE_SCORE_VERSION)
+
+.PHONY: chart-tools
+chart-tools: $(CHART_TOOLS) $(HUB_HOME)/k8s-schemas/.fetched ## Build helm, kubeconform and kube-score; write the Kubernetes JSON schemas
+
+$(CHART_TOOLS):
+	tools/go_install.sh helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) $(HUB_HOME)/bin
+	tools/go_install.sh github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION) $(HUB_HOME)/bin
+	tools/go_install.sh github.com/zegl/kube-score/cmd/kube-score@$(KUBE_SCORE_VERSION) $(HUB_HOME)/bin
+	@touch $@
+
+$(HUB_HOME)/k8s-schemas/.fetched: tools/k8s_schemas.py tools/fetch_go.py
+	$(PYTHON) tools/k8s_schemas.py $(HUB_HOME)/k8s-schemas
+	@touch $@
 
 # Kafka 4.1 and Spark 4.0 need Java 17 or later; Maven fetches the jars.
 .PHONY: jdk
@@ -111,7 +149,7 @@ run: setup ## Set up, then run the whole local stack with demo feeds (Ctrl-C sto
 	$(BIN)/hub up --demo
 
 .PHONY: test
-test: setup lint ## Set up, then run the linters and the whole test suite
+test: setup lint image chart-tools ## Set up, build the image and the chart's tools, then run the linters and the whole test suite
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 .PHONY: test-unit

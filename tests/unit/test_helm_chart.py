@@ -4,6 +4,7 @@ Kubernetes would start the pods happily with a misspelt variable or a renamed co
 would run on defaults or crash-loop; these tests catch that drift here instead.
 """
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,9 @@ from spark_loaders.settings import LoaderSettings
 
 pytestmark = pytest.mark.unit
 
-CHART = Path(__file__).resolve().parents[2] / "helm" / "integration-hub"
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "helm" / "integration-hub"
+CONTAINERFILE = REPO / "image" / "Containerfile"
 SETTINGS: list[type[BaseSettings]] = [
     RegistrySettings,
     KafkaSettings,
@@ -76,8 +79,11 @@ def test_every_hub_variable_the_chart_sets_is_read_by_a_settings_class() -> None
 
 
 def test_every_command_the_pods_run_exists_in_the_hub_cli() -> None:
+    # The image's entrypoint is `hub` (behind tini): a pod's args are a hub command.
+    entrypoint = re.search(r"^ENTRYPOINT (.*)$", CONTAINERFILE.read_text(), re.MULTILINE)
+    assert entrypoint is not None and json.loads(entrypoint.group(1))[-1] == "hub"
     commands = [
-        re.findall(r'"([^"]+)"', match)
+        ["hub", *re.findall(r'"([^"]+)"', match)]
         for template in (CHART / "templates").glob("*.yaml")
         for match in re.findall(r"args: \[(.*)\]", template.read_text())
     ]
@@ -117,3 +123,32 @@ def test_the_chart_fails_rather_than_render_a_thrift_server_without_authenticati
     # Every place HUB_ANALYST_AUTH can be set feeds the guard: analyst.auth and the env maps.
     assert "$auth := .Values.analyst.auth" in template
     assert "list .Values.env .Values.analyst.env .Values.loader.env" in template
+
+
+# Maps and lists the docs describe as one value: their keys are free-form.
+_FREE_FORM = {"env", "resources", "podLabels"}
+
+
+def _value_paths(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict) and value and key not in _FREE_FORM:
+            paths.update(_value_paths(value, f"{prefix}{key}."))
+        else:
+            paths[f"{prefix}{key}"] = value
+    return paths
+
+
+def test_the_deployment_docs_list_every_value_with_its_default() -> None:
+    doc = (REPO / "docs" / "deployment.md").read_text()
+    table = doc[doc.index("## Values") :]
+    rows = dict(re.findall(r"^\| `([A-Za-z0-9.]+)` \| ([^|]*) \|", table, re.MULTILINE))
+    paths = _value_paths(_values())
+
+    assert set(rows) == set(paths), "docs/deployment.md's values table and values.yaml differ"
+    for path, default in paths.items():
+        if isinstance(default, (str, int, float, bool)):
+            shown = str(default).lower() if isinstance(default, bool) else default
+            assert f"`{shown}`" in rows[path] or (default == "" and '`""`' in rows[path]), (
+                f"{path}: the docs give {rows[path].strip()!r}, values.yaml {default!r}"
+            )

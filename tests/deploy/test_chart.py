@@ -1,0 +1,252 @@
+"""The Helm chart lints, renders and validates, with the default values and a production file.
+
+What Kubernetes would refuse at install time fails here: `helm lint --strict`; every rendered
+object against the JSON schemas of a pinned Kubernetes version (kubeconform, strict: an unknown
+field is an error, where the API server would drop it); kube-score's best practices, with each
+exception justified where the chart declares it (`kube-score/ignore` annotations). And what the
+hub would refuse at start: each connector's rendered file, read by the hub's own loader.
+"""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from connectors.config import load
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.deploy
+
+CHART = REPO / "helm" / "integration-hub"
+PRODUCTION = CHART / "ci" / "production-values.yaml"
+HUB_HOME = Path(os.environ.get("HUB_HOME", REPO / ".hub"))
+TOOLS = HUB_HOME / "bin"
+SCHEMAS = HUB_HOME / "k8s-schemas"
+sys.path.insert(0, str(REPO / "tools"))
+from k8s_schemas import VERSION as KUBERNETES  # noqa: E402
+
+VALUES = {"default": [], "production": ["--values", str(PRODUCTION)]}
+
+
+def _tool(name: str) -> str:
+    path = TOOLS / name
+    if not path.is_file():
+        pytest.fail(f"no {path}: `make chart-tools` builds helm, kubeconform and kube-score")
+    return str(path)
+
+
+def _render(values: list[str]) -> str:
+    rendered = subprocess.run(
+        [_tool("helm"), "template", "hub", str(CHART), "--namespace", "data", *values],
+        capture_output=True,
+        text=True,
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    return rendered.stdout
+
+
+def _objects(manifest: str) -> list[dict[str, Any]]:
+    return [o for o in yaml.safe_load_all(manifest) if o]
+
+
+@pytest.mark.parametrize("values", VALUES.values(), ids=VALUES.keys())
+def test_the_chart_lints_strictly(values: list[str]) -> None:
+    linted = subprocess.run(
+        [_tool("helm"), "lint", "--strict", str(CHART), *values], capture_output=True, text=True
+    )
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+
+
+@pytest.mark.parametrize("values", VALUES.values(), ids=VALUES.keys())
+def test_every_rendered_object_is_valid_for_the_pinned_kubernetes(
+    values: list[str], tmp_path: Path
+) -> None:
+    if not (SCHEMAS / f"v{KUBERNETES}-standalone-strict" / ".complete").is_file():
+        pytest.fail(f"no schemas under {SCHEMAS}: `make chart-tools` writes them")
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text(_render(values))
+    validated = subprocess.run(
+        [
+            _tool("kubeconform"), "-strict", "-summary", "-output", "text",
+            "-kubernetes-version", KUBERNETES, "-schema-location", str(SCHEMAS), str(manifest),
+        ],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    # Every object was checked against a schema: none skipped for want of one.
+    assert re.search(r"Invalid: 0, Errors: 0, Skipped: 0", validated.stdout), validated.stdout
+
+
+def test_the_schemas_refuse_what_the_api_server_would_drop(tmp_path: Path) -> None:
+    # The validation has teeth: a misspelt field of a container fails it.
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text(_render([]).replace("readinessProbe:", "readynessProbe:", 1))
+    validated = subprocess.run(
+        [
+            _tool("kubeconform"), "-strict", "-kubernetes-version", KUBERNETES,
+            "-schema-location", str(SCHEMAS), str(manifest),
+        ],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert validated.returncode == 1
+    assert "additional properties 'readynessProbe' not allowed" in validated.stdout
+
+
+@pytest.mark.parametrize("values", VALUES.values(), ids=VALUES.keys())
+def test_the_chart_follows_kube_scores_practices(values: list[str], tmp_path: Path) -> None:
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text(_render(values))
+    scored = subprocess.run(
+        [
+            _tool("kube-score"), "score", "--output-format", "ci",
+            "--kubernetes-version", f"v{KUBERNETES.rsplit('.', 1)[0]}",
+            "--enable-optional-test", "container-seccomp-profile",
+            # No CPU limits: a limit throttles Spark and the API below what the node has idle;
+            # requests reserve what they need (memory and ephemeral storage keep their limits).
+            "--ignore-container-cpu-limit",
+            "--exit-one-on-warning",
+            str(manifest),
+        ],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    findings = [
+        line for line in scored.stdout.splitlines() if not line.startswith(("[OK]", "[SKIPPED]"))
+    ]
+    assert scored.returncode == 0 and not findings, "\n".join(findings) or scored.stderr
+
+
+@pytest.mark.parametrize("values", VALUES.values(), ids=VALUES.keys())
+def test_every_pod_is_hardened_and_sized(values: list[str]) -> None:
+    pods = [
+        (o["metadata"]["name"], o["spec"]["template"]["spec"])
+        for o in _objects(_render(values))
+        if o["kind"] in ("Deployment", "Job")
+    ]
+    assert len(pods) >= (6 if values else 3)
+    for name, pod in pods:
+        assert pod["securityContext"]["runAsNonRoot"] is True, name
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        for container in pod["containers"]:
+            security = container["securityContext"]
+            assert security["readOnlyRootFilesystem"] is True, name
+            assert security["allowPrivilegeEscalation"] is False, name
+            assert security["capabilities"] == {"drop": ["ALL"]}, name
+            assert {"cpu", "memory"} <= container["resources"]["requests"].keys(), name
+            assert "memory" in container["resources"]["limits"], name
+            mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
+            assert {"/tmp", "/var/lib/hub"} <= mounts, f"{name}: nowhere writable"
+            if name.endswith(("-loader", "-api")) or "-connector-" in name:
+                assert "livenessProbe" in container and "readinessProbe" in container, name
+
+
+def test_pods_outlast_the_publish_delivery_timeout() -> None:
+    production = yaml.safe_load(PRODUCTION.read_text())
+    for values, timeout_ms in (
+        ([], 30_000),
+        (VALUES["production"], production["kafka"]["deliveryTimeoutMs"]),
+    ):
+        for o in _objects(_render(values)):
+            if o["kind"] == "Deployment" and not o["metadata"]["name"].endswith("-analyst"):
+                grace = o["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+                assert grace * 1000 > timeout_ms, o["metadata"]["name"]
+                env = {
+                    e["name"]: e.get("value")
+                    for e in o["spec"]["template"]["spec"]["containers"][0]["env"]
+                }
+                assert env["HUB_KAFKA_DELIVERY_TIMEOUT_MS"] == str(timeout_ms)
+
+
+def test_secrets_reach_pods_only_from_secrets() -> None:
+    """No password, key or credential-bearing URL appears as a literal in any rendered object;
+    the production file's secrets arrive as files or secretKeyRefs."""
+    secret_names = re.compile(r"PASSWORD|SECRET|_KEY$|DATABASE_URL|DSN")
+    objects = _objects(_render(VALUES["production"]))
+    assert not [o for o in objects if o["kind"] == "Secret"], "the chart writes no Secret itself"
+    for o in objects:
+        if o["kind"] != "Deployment":
+            continue
+        for container in o["spec"]["template"]["spec"]["containers"]:
+            for variable in container["env"]:
+                if secret_names.search(variable["name"]) and not variable["name"].endswith("_FILE"):
+                    assert "value" not in variable, f"{o['metadata']['name']}: {variable['name']}"
+    loader = _container_env(objects, "hub-integration-hub-loader")
+    assert loader["HUB_KAFKA_SASL_PASSWORD_FILE"] == "/etc/hub/kafka/sasl/password"
+    assert loader["HUB_LOADER_S3_SECRET_KEY_FILE"] == "/etc/hub/s3/secret-key"
+    assert "secretKeyRef" in loader["HUB_LOADER_METASTORE_PASSWORD"]
+
+
+def test_the_thrift_server_reads_the_loaders_tables_and_is_reachable_only_as_configured() -> None:
+    objects = _objects(_render(VALUES["production"]))
+    loader = _container_env(objects, "hub-integration-hub-loader")
+    analyst = _container_env(objects, "hub-integration-hub-analyst")
+    for shared in (
+        "HUB_LOADER_WAREHOUSE_DIR", "HUB_LOADER_CHECKPOINT_DIR", "HUB_LOADER_S3_ENDPOINT",
+        "HUB_LOADER_S3_ACCESS_KEY", "HUB_LOADER_METASTORE_URL", "HUB_LOADER_MASTER",
+    ):  # fmt: skip
+        assert analyst[shared] == loader[shared], shared
+    assert loader["HUB_LOADER_WAREHOUSE_DIR"] == "s3a://hub-tables/warehouse"
+
+    policies = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "NetworkPolicy"}
+    thrift = policies["hub-integration-hub-analyst"]
+    assert thrift["ingress"] == [
+        {
+            "ports": [{"port": "hiveserver2"}],
+            "from": [
+                {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "analytics"}}}
+            ],
+        }
+    ]
+    metastore = policies["hub-integration-hub-metastore"]
+    assert metastore["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "metastore-db"}}
+    allowed = [
+        peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
+        for peer in metastore["ingress"][0]["from"]
+    ]
+    assert allowed == ["loader", "analyst"]
+    for quiet in ("loader", "migrations", "connectors"):
+        assert "ingress" not in policies[f"hub-integration-hub-{quiet}"], quiet
+
+
+def test_a_shared_volume_must_be_read_write_many_when_the_thrift_server_reads_it() -> None:
+    rendered = subprocess.run(
+        [_tool("helm"), "template", "hub", str(CHART), "--set", "analyst.enabled=true"],
+        capture_output=True,
+        text=True,
+    )
+    assert rendered.returncode != 0
+    assert "set storage.volume.accessMode to ReadWriteMany" in rendered.stderr
+
+
+def test_every_connector_file_the_chart_renders_is_one_the_hub_accepts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = [
+        o["data"]["connector.yaml"]
+        for o in _objects(_render(VALUES["production"]))
+        if o["kind"] == "ConfigMap"
+    ]
+    assert len(files) == 2
+    for n, text in enumerate(files):
+        for variable in re.findall(r"\$\{([A-Z_]+)\}", text):
+            monkeypatch.setenv(variable, "from-the-secret")
+        path = tmp_path / f"connector-{n}.yaml"
+        path.write_text(text)
+        assert load(path).name in {"shop-cdc", "billing-invoices"}
+
+
+def _container_env(objects: list[dict[str, Any]], deployment: str) -> dict[str, Any]:
+    (found,) = [
+        o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == deployment
+    ]
+    return {
+        e["name"]: e.get("value", e.get("valueFrom"))
+        for e in found["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
