@@ -45,8 +45,8 @@ $(JARS)/.fetched: jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-connectors/pom.
 jars: $(JARS)/.fetched ## Fetch the JVM jars (Kafka broker, Delta, spark-sql-kafka, spark-avro); build the Thrift server authenticator
 
 # A local S3-compatible server (versitygw, posix backend) for tables and checkpoints on s3a://:
-# the object-storage tests run it. Built from the Go module proxy at a pinned version; `-v`
-# lists each package as it compiles, so a first build (a few minutes) shows its progress.
+# the object-storage tests run it. Built from the Go module proxy at a pinned version, once per
+# machine (tools/go_install.sh); a first build takes a few minutes and lists each package.
 VERSITYGW_VERSION := v1.8.0
 # The stamp names the version, so changing VERSITYGW_VERSION rebuilds it.
 VERSITYGW_STAMP := $(HUB_HOME)/bin/.versitygw-$(VERSITYGW_VERSION)
@@ -55,9 +55,7 @@ VERSITYGW_STAMP := $(HUB_HOME)/bin/.versitygw-$(VERSITYGW_VERSION)
 object-store: $(VERSITYGW_STAMP) ## Build the local S3-compatible server (versitygw) into .hub/bin
 
 $(VERSITYGW_STAMP):
-	@echo "==> versitygw $(VERSITYGW_VERSION) from the Go module proxy into $(HUB_HOME)/bin"
-	@GO=$$($(MAKE) -s --no-print-directory go-path) && $$GO version && \
-	  GOBIN=$(HUB_HOME)/bin $$GO install -v github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	tools/go_install.sh github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION) $(HUB_HOME)/bin
 	@touch $@
 
 # Go for the tools above: the one on PATH when it is 1.21 or later (it fetches the newer

@@ -15,11 +15,14 @@ import signal
 import subprocess
 from collections.abc import Iterator
 from importlib.metadata import version
+from pathlib import Path
 
 import httpx
 import pytest
 
+from hub_core.naming import TopicName, table_suffix
 from tests.conftest import REPO
+from tests.support.delta_log import LiveFiles
 from tests.support.hub_client import bearer, create_feed, publish, unique_topic
 from tests.support.kafka import read_avro
 from tests.support.ports import free_port
@@ -33,20 +36,33 @@ USER = "10001:10001"
 # Tools that build or test software: an image that holds one of them carries its build.
 NOT_SHIPPED = ["pytest", "ruff", "mypy", "hypothesis", "schemathesis", "uv", "pip"]
 COMPILERS = ["gcc", "cc", "c++", "make", "javac"]
+PING = {
+    "type": "record",
+    "name": "Ping",
+    "namespace": "smoke",
+    "fields": [{"name": "n", "type": "long"}],
+}
 
 
 def _buildah(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*BUILDAH, *args], capture_output=True, text=True, check=check)
 
 
-def _run(container: str, *command: str, env: dict[str, str] | None = None) -> str:
-    """Run `command` inside the image; its standard output, or a failure naming its errors."""
+def _in_image(container: str, *command: str, env: dict[str, str] | None = None) -> list[str]:
+    """The command line that runs `command` inside the image's working container."""
     options = [f"--env={name}={value}" for name, value in (env or {}).items()]
+    return [*BUILDAH, "run", "--isolation", "chroot", *options, container, "--", *command]
+
+
+def _run(
+    container: str, *command: str, env: dict[str, str] | None = None, timeout_s: float = 120
+) -> str:
+    """Run `command` inside the image; its standard output, or a failure naming its errors."""
     result = subprocess.run(
-        [*BUILDAH, "run", "--isolation", "chroot", *options, container, "--", *command],
+        _in_image(container, *command, env=env),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout_s,
     )
     assert result.returncode == 0, f"{command}: exit {result.returncode}\n{result.stderr}"
     return result.stdout
@@ -64,12 +80,16 @@ def image_config() -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def container(
-    image_config: dict[str, object], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    """A working container of the image whose HUB_HOME is a host folder the image's user owns."""
-    home = tmp_path_factory.mktemp("image-home")
-    os.chown(home, 10001, 10001)
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The container's HUB_HOME: a host folder the image's user owns."""
+    folder = tmp_path_factory.mktemp("image-home")
+    os.chown(folder, 10001, 10001)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def container(image_config: dict[str, object], home: Path) -> Iterator[str]:
+    """A working container of the image, with `home` as its HUB_HOME."""
     name = f"hub-smoke-{os.getpid()}"
     _buildah("rm", name, check=False)
     _buildah("from", "--name", name, "--volume", f"{home}:/var/lib/hub", IMAGE)
@@ -88,7 +108,7 @@ def test_the_image_runs_hub_as_a_non_root_user(
     # The user writes only where pods mount volumes: HUB_HOME and /tmp.
     _run(container, "touch", "/var/lib/hub/written", "/tmp/written")
     denied = subprocess.run(
-        [*BUILDAH, "run", "--isolation", "chroot", container, "--", "touch", "/opt/hub/written"],
+        _in_image(container, "touch", "/opt/hub/written"),
         capture_output=True,
         text=True,
     )
@@ -155,50 +175,26 @@ def test_the_environment_is_the_locked_one_and_nothing_more(container: str) -> N
     assert leftovers.strip() == "", f"build tools or caches in the image:\n{leftovers}"
 
 
-def test_the_images_api_serves_and_publishes_to_kafka(container: str, kafka_bootstrap: str) -> None:
+@pytest.fixture(scope="module")
+def image_api(container: str, kafka_bootstrap: str) -> Iterator[tuple[str, str]]:
+    """The image's own `hub api serve` on the session's Kafka, after the image's `hub db upgrade`
+    (the chart's migrations Job); yields its URL and a key of team `smoke`."""
     env = {"HUB_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
     _run(container, "hub", "db", "upgrade", env=env)
     _run(container, "hub", "team", "create", "smoke", env=env)
     key = _run(container, "hub", "key", "create", "--team", "smoke", env=env).split()[-1]
     port = free_port()
     env |= {"HUB_API_HOST": "127.0.0.1", "HUB_API_PORT": str(port)}
-    options = [f"--env={name}={value}" for name, value in env.items()]
     server = subprocess.Popen(
-        [
-            *BUILDAH,
-            "run",
-            "--isolation",
-            "chroot",
-            *options,
-            container,
-            "--",
-            "hub",
-            "api",
-            "serve",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        _in_image(container, "hub", "api", "serve", env=env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,
-    )
+    )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: _answers(f"{url}/readyz"), timeout_s=60, what="the image's API /readyz")
-        assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
-
-        topic = unique_topic("smoke")
-        schema = {
-            "type": "record",
-            "name": "Ping",
-            "namespace": "smoke",
-            "fields": [{"name": "n", "type": "long"}],
-        }
-        create_feed(url, key, topic=topic, schema=schema, owner="smoke")
-        answer = publish(url, key, topic, [{"key": "k", "value": {"n": 7}}])
-        assert answer.status_code == 200, answer.text
-        assert answer.json()["accepted"] == 1
-        assert httpx.get(f"{url}/v1/feeds/{topic}", headers=bearer(key)).status_code == 200
-
-        assert read_avro(url, kafka_bootstrap, topic, expected=1) == [("k", {"n": 7})]
+        yield url, key
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -206,6 +202,57 @@ def test_the_images_api_serves_and_publishes_to_kafka(container: str, kafka_boot
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+
+
+@pytest.fixture(scope="module")
+def smoke_feed(image_api: tuple[str, str]) -> tuple[str, httpx.Response]:
+    """A feed created through the image's API, and the answer to publishing one record to it."""
+    url, key = image_api
+    topic = unique_topic("smoke")
+    create_feed(url, key, topic=topic, schema=PING, owner="smoke")
+    return topic, publish(url, key, topic, [{"key": "k", "value": {"n": 7}}])
+
+
+def test_the_images_api_serves_and_publishes_to_kafka(
+    image_api: tuple[str, str], smoke_feed: tuple[str, httpx.Response], kafka_bootstrap: str
+) -> None:
+    url, key = image_api
+    topic, answer = smoke_feed
+    assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["accepted"] == 1
+    assert httpx.get(f"{url}/v1/feeds/{topic}", headers=bearer(key)).status_code == 200
+
+    assert read_avro(url, kafka_bootstrap, topic, expected=1) == [("k", {"n": 7})]
+
+
+def test_the_images_loader_lands_the_feed_with_its_own_spark(
+    container: str,
+    home: Path,
+    image_api: tuple[str, str],
+    smoke_feed: tuple[str, httpx.Response],
+    kafka_bootstrap: str,
+) -> None:
+    """Java, PySpark, the Delta and Kafka jars and the registry client work together in the
+    image: `hub load run --once` lands the published record in bronze."""
+    url, _key = image_api
+    topic, _answer = smoke_feed
+    env = {
+        "HUB_KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "HUB_LOADER_REGISTRY_URL": url,
+        "HUB_LOADER_TOPIC_PATTERN": topic.replace(".", "\\."),
+        "HUB_LOADER_MASTER": "local[1]",
+        "HUB_LOADER_DRIVER_MEMORY": "1g",
+        "HUB_LOADER_SHUFFLE_PARTITIONS": "1",
+        "HUB_LOADER_METASTORE_URL": (
+            "jdbc:derby:;databaseName=/var/lib/hub/metastore/metastore_db;create=true"
+        ),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    _run(container, "hub", "load", "run", "--once", env=env, timeout_s=300)
+
+    landed = LiveFiles.of(home / "warehouse" / "bronze.db" / table_suffix(TopicName(topic)))
+    assert landed.rows() == 1
 
 
 def _answers(url: str) -> bool:
