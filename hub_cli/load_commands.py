@@ -73,6 +73,57 @@ def load_run(
         raise typer.Exit(1)
 
 
+@load_app.command("maintain")
+def load_maintain(
+    layer: Annotated[
+        list[str] | None,
+        typer.Option(help="A layer to maintain: bronze, silver or gold (repeat it); default all."),
+    ] = None,
+    table: Annotated[
+        list[str] | None, typer.Option(help="Only this table, e.g. bronze.shop_orders (repeat it).")
+    ] = None,
+    no_vacuum: Annotated[
+        bool, typer.Option("--no-vacuum", help="Compact only; delete no old files.")
+    ] = False,
+) -> None:
+    """Compact the tables' small files (OPTIMIZE) and delete the files older versions no longer
+    need (VACUUM, keeping HUB_LOADER_VACUUM_RETENTION_HOURS of history).
+
+    The running loader does this on its own for HUB_LOADER_MAINTENANCE_LAYERS; silver and gold
+    change by MERGE, which a concurrent OPTIMIZE can fail, so run this for them while their
+    loader is stopped. Exits 1 when a table could not be maintained.
+    """
+    from spark_loaders import LoaderSettings, spark_session
+    from spark_loaders.maintenance import TableMaintenance
+    from spark_loaders.settings import LAYERS
+
+    unknown = sorted(set(layer or []) - set(LAYERS))
+    if unknown:
+        raise typer.BadParameter(
+            f"{', '.join(unknown)}: choose from {', '.join(LAYERS)}", param_hint="--layer"
+        )
+    settings = LoaderSettings()
+    with spark_session(settings, app_name="hub-maintain") as spark:
+        maintenance = TableMaintenance(spark, settings)
+        tables = table or maintenance.tables(layer or LAYERS)
+        results = []
+        for name in tables:
+            typer.echo(f"{name}: maintaining ...")
+            results.append(maintenance.maintain(name, vacuum=not no_vacuum))
+    for result in results:
+        outcome = (
+            f"failed: {result.error}"
+            if result.error
+            else f"{result.files_before} files -> {result.files_after} "
+            f"({result.bytes_after / 1e6:.1f} MB)"
+        )
+        typer.echo(f"{result.table}: {outcome} in {result.seconds:.1f} s")
+    if not results:
+        typer.echo("no tables to maintain")
+    if any(r.error for r in results):
+        raise typer.Exit(1)
+
+
 def _model_paths(given: list[Path]) -> list[Path]:
     """The model files given, with a `:`-separated list (as `HUB_WAREHOUSE_MODEL` holds one,
     like `PATH`) split into its paths: Typer hands an environment variable over whole."""

@@ -18,6 +18,7 @@ from hub_kafka.settings import KafkaSettings
 from spark_loaders.bronze import BronzeLoader
 from spark_loaders.isolation import describe, stopped_on_dependency
 from spark_loaders.lifecycle import stop_between_batches
+from spark_loaders.maintenance import ScheduledMaintenance
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ def run_streams(
     """Run the queries until SIGTERM/SIGINT (or, with `available_now`, until caught up).
 
     `on_stop` is called as stopping begins, so that other work can wind down meanwhile.
+    Table maintenance (`spark_loaders.maintenance`) runs on its schedule next to the queries.
     `health` hears, on every turn of the loop, whether every query runs (`/readyz`).
     A continuous query that failed because the registry or the metastore stayed away past its
     retries is restarted from its checkpoint (its failed batch is redone, nothing is lost).
@@ -59,6 +61,9 @@ def run_streams(
     starters = streams or STREAMS
     health = health or HealthServer("", None, name="loader")
     queries = [start(spark, settings, kafka, available_now) for start in starters]
+    maintenance = ScheduledMaintenance(spark, settings)
+    if not available_now:
+        maintenance.start()
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():
         for stop_signal in (signal.SIGINT, signal.SIGTERM):
@@ -89,6 +94,7 @@ def run_streams(
         log.info("stopping the loader after its current batch")
         if on_stop is not None:
             on_stop()
+        maintenance.stop()
         stop_between_batches(*queries)
     return queries
 

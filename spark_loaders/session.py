@@ -108,6 +108,8 @@ def session_conf(
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         "spark.redaction.regex": REDACTION_REGEX,
+        # Read by spark_loaders.maintenance.new_table_properties when a table is created.
+        "spark.hub.autoCompactLayers": ",".join(settings.layers("auto_compact_layers")),
         **metastore.spark_conf(settings),
         **settings.spark_s3_conf(),
         **(extra_conf or {}),

@@ -11,6 +11,8 @@ from spark_loaders.storage import Location, RemoteLocation, is_remote, parse_loc
 
 # Hub topics are `<domain>.<name>`; dead-letter topics and Kafka's internal ones are not landed.
 DEFAULT_TOPIC_PATTERN = r"^(?!.*\.dlq$)[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$"
+# The table layers, in the order data flows through them (databases of the same names).
+LAYERS = ("bronze", "silver", "gold")
 # The masters the loader is run on: in-process, a standalone cluster, Kubernetes, YARN.
 MASTER_URL = re.compile(
     r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://\S+:\d+(,\S+:\d+)*|k8s://\S+|yarn)$"
@@ -198,6 +200,54 @@ class LoaderSettings(BaseSettings):
         default="127.0.0.1",
         description="Interface of the health endpoints; 0.0.0.0 in a pod, for the kubelet.",
     )
+
+    maintenance_seconds: float = Field(
+        default=3600.0,
+        ge=0,
+        description=(
+            "How often the running loader compacts (OPTIMIZE) and vacuums the tables of "
+            "maintenance_layers; 0 turns it off (`hub load maintain` still runs on demand)."
+        ),
+    )
+    maintenance_layers: str = Field(
+        default="bronze",
+        description=(
+            "Layers (bronze, silver, gold; comma-separated, or empty) whose tables the running "
+            "loader maintains. Bronze is append-only, so its OPTIMIZE never conflicts with a "
+            "batch; silver and gold tables change by MERGE, which a concurrent OPTIMIZE can fail."
+        ),
+    )
+    auto_compact_layers: str = Field(
+        default="silver,gold",
+        description=(
+            "Layers whose tables compact small files right after each write (Delta's "
+            "delta.autoOptimize.autoCompact), in the writer's own thread: no conflicts."
+        ),
+    )
+    vacuum_retention_hours: float = Field(
+        default=168.0,
+        ge=24,
+        description=(
+            "VACUUM deletes files that no table version of the last this many hours needs: "
+            "time travel and readers (a lagging silver stream, a long analyst query) reach back "
+            "this far. Delta's default is 7 days; below 24 hours is refused."
+        ),
+    )
+
+    @field_validator("maintenance_layers", "auto_compact_layers")
+    @classmethod
+    def _layers(cls, value: str) -> str:
+        unknown = {part.strip() for part in value.split(",") if part.strip()} - set(LAYERS)
+        if unknown:
+            raise ValueError(
+                f"unknown layer(s) {', '.join(sorted(unknown))}; choose from {', '.join(LAYERS)}"
+            )
+        return value
+
+    def layers(self, setting: str) -> tuple[str, ...]:
+        """The layers a comma-separated layer setting names, in bronze, silver, gold order."""
+        named = {part.strip() for part in str(getattr(self, setting)).split(",")}
+        return tuple(layer for layer in LAYERS if layer in named)
 
     @field_validator("warehouse_dir", "checkpoint_dir", mode="before")
     @classmethod

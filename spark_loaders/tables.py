@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from spark_loaders.evolution import ChangeKind, ColumnChange, diff, spark_columns
+from spark_loaders.maintenance import new_table_properties
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,7 @@ class DeltaTables:
         if state is None:
             if partitioned:
                 writer = writer.partitionBy(PARTITION_COLUMN)
+            writer = writer.options(**new_table_properties(self._spark, table))
             writer.option(TYPE_WIDENING, "true").saveAsTable(table)
             log.info("created table %s", table)
             return

@@ -18,6 +18,7 @@ from pyspark.sql.streaming import StreamingQuery
 from spark_loaders.comments import set_table_comment
 from spark_loaders.errors import LoaderError
 from spark_loaders.isolation import FailureKind, classify, describe
+from spark_loaders.maintenance import new_table_properties
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.changes import (
     _DROP,
@@ -173,11 +174,15 @@ class SilverLoader:
         empty = events(bronze.limit(0), spec)
         versions = timeline(empty, empty, empty, keys=keys, columns=columns).drop(_DROP)
         if not self._spark.catalog.tableExists(spec.history_table):
-            versions.write.format("delta").saveAsTable(spec.history_table)
+            versions.write.format("delta").options(
+                **new_table_properties(self._spark, spec.history_table)
+            ).saveAsTable(spec.history_table)
             self._comment(spec.history_table, "SCD type 2 history")
         if not self._spark.catalog.tableExists(spec.current_table):
             current = versions.drop(*CURRENT_DROPPED)
-            current.write.format("delta").saveAsTable(spec.current_table)
+            current.write.format("delta").options(
+                **new_table_properties(self._spark, spec.current_table)
+            ).saveAsTable(spec.current_table)
             self._comment(spec.current_table, "latest row per key")
 
     def _comment(self, table: str, what: str) -> None:

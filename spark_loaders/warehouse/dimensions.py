@@ -16,6 +16,7 @@ from pyspark.sql.types import BooleanType, LongType, StructField, StructType, Ti
 
 from hub_core.naming import TopicName, table_suffix
 from spark_loaders.comments import set_table_comment
+from spark_loaders.maintenance import new_table_properties
 from spark_loaders.silver.loader import detached
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.model import Dimension, ScdType
@@ -78,8 +79,9 @@ class DimensionBuilder:
         if dim.scd_type is ScdType.VERSIONED:
             unknown.update({VALID_FROM: BEGINNING, IS_CURRENT: True})
         self._spark.sql("CREATE DATABASE IF NOT EXISTS gold")
-        self._spark.createDataFrame([tuple(unknown[f.name] for f in fields)], schema).write.format(
-            "delta"
+        unknown_row = self._spark.createDataFrame([tuple(unknown[f.name] for f in fields)], schema)
+        unknown_row.write.format("delta").options(
+            **new_table_properties(self._spark, dim_table(dim))
         ).saveAsTable(dim_table(dim))
         set_table_comment(
             self._spark,

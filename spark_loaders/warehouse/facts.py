@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from hub_core.naming import TopicName, bronze_table
 from spark_loaders.comments import set_table_comment
+from spark_loaders.maintenance import new_table_properties
 from spark_loaders.silver.loader import detached
 from spark_loaders.warehouse.dimensions import (
     UNKNOWN_KEY,
@@ -132,7 +133,9 @@ class FactBuilder:
         table = fact_table(self._fact)
         if not self._spark.catalog.tableExists(table):
             self._spark.sql("CREATE DATABASE IF NOT EXISTS gold")
-            facts.write.format("delta").saveAsTable(table)
+            facts.write.format("delta").options(
+                **new_table_properties(self._spark, table)
+            ).saveAsTable(table)
             set_table_comment(
                 self._spark,
                 table,
