@@ -2,8 +2,9 @@
 
 The real command runs as a subprocess with its state in a temporary `HUB_HOME` and free ports:
 it starts Kafka, the metastore, the API server and the loader, and publishes the demo feeds.
-A second team's feed is poisoned from the start, the loader is killed, and Ctrl-C must leave
-nothing behind. One test function: it starts a whole stack of its own.
+A second team's feed is poisoned from the start, the loader is killed, bronze tables are
+compacted by the loader's scheduled maintenance as they land, and Ctrl-C must leave nothing
+behind. One test function: it starts a whole stack of its own.
 """
 
 import contextlib
@@ -123,6 +124,10 @@ def test_hub_up_keeps_landing_through_a_poisoned_feed_and_a_killed_loader_and_st
         hub_up.interrupt()
         assert hub_up.wait(timeout_s=300) == 0, hub_up.output()[-4000:]
 
+    # The loader's scheduled maintenance compacted bronze tables while they were landing.
+    commits = (stack.home / "warehouse" / "bronze.db").glob("*/_delta_log/*.json")
+    assert any('"operation":"OPTIMIZE"' in commit.read_text() for commit in commits)
+
     assert processes_of(stack.home) == []
     taken = [port for port in stack.ports.values() if port_open(port)]
     assert taken == [], f"ports still open after Ctrl-C: {taken}"
@@ -157,6 +162,8 @@ class HubUp:
                 "HUB_UP_RESTART_INITIAL_SECONDS": "1",
                 "HUB_UP_RESTART_MAX_SECONDS": "10",
                 "HUB_UP_STOP_GRACE_SECONDS": "90",
+                # Bronze maintenance (OPTIMIZE, VACUUM) runs next to the landing, often.
+                "HUB_LOADER_MAINTENANCE_SECONDS": "45",
             }
         )
         return cls(home, ports, env)
