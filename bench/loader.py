@@ -40,7 +40,7 @@ from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql.avro.functions import from_avro  # noqa: E402
 from pyspark.sql.streaming import StreamingQuery  # noqa: E402
 
-from bench.servers import kafka_and_api  # noqa: E402
+from bench.servers import kafka_and_api, local_loader_settings  # noqa: E402
 from hub_kafka.security import spark_options  # noqa: E402
 from hub_kafka.settings import KafkaSettings  # noqa: E402
 from spark_loaders.bronze import BronzeLoader  # noqa: E402
@@ -57,7 +57,6 @@ SCHEMA = {
         {"name": "sent_ms", "type": "long"},
     ],
 }
-JARS = REPO / ".hub" / "jars"
 
 Starter = Callable[[str, bool], tuple[StreamingQuery, str]]
 
@@ -89,18 +88,7 @@ def main() -> None:
 
 
 def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> None:
-    settings = LoaderSettings(
-        master="local[2]",
-        driver_memory="1g",
-        shuffle_partitions=2,
-        warehouse_dir=home / "warehouse",
-        metastore_dir=home / "metastore",
-        metastore_url=f"jdbc:derby:;databaseName={home / 'metastore' / 'db'};create=true",
-        checkpoint_dir=home / "checkpoints",
-        jars_dir=JARS / "spark",
-        registry_url=api_url,
-        trigger_seconds=1.0,
-    )
+    settings = local_loader_settings(home, registry_url=api_url, trigger_seconds=1.0)
     with spark_session(settings, app_name="bench-loader") as spark:
         kafka = KafkaSettings(bootstrap_servers=bootstrap)
         print(f"Spark up; driver RSS {_rss(spark)[0]:.0f} MB", flush=True)

@@ -33,11 +33,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.servers import local_loader_settings  # noqa: E402
 from spark_loaders.maintenance import TableMaintenance  # noqa: E402
 from spark_loaders.session import spark_session  # noqa: E402
-from spark_loaders.settings import LoaderSettings  # noqa: E402
 
-JARS = Path(os.environ.get("HUB_HOME", REPO / ".hub")) / "jars"
 QUERY = """
     SELECT category, count(*) AS orders, round(sum(amount), 2) AS revenue,
            count(DISTINCT customer) AS customers
@@ -92,17 +91,7 @@ def main() -> None:
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="hub-bench-maintenance-"))
-    settings = LoaderSettings(
-        master="local[2]",
-        driver_memory="2g",
-        shuffle_partitions=2,
-        warehouse_dir=home / "warehouse",
-        checkpoint_dir=home / "checkpoints",
-        metastore_dir=home / "metastore",
-        metastore_url=f"jdbc:derby:;databaseName={home / 'metastore' / 'db'};create=true",
-        jars_dir=JARS / "spark",
-        metastore_jars_dir=JARS / "metastore",
-    )
+    settings = local_loader_settings(home, driver_memory="2g")
     print(f"cores: {os.cpu_count()}, batches: {args.batches} x {args.rows} rows, home: {home}")
     with spark_session(settings, app_name="hub-bench-maintenance") as spark:
         jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]

@@ -14,6 +14,7 @@ import httpx
 
 from hub_kafka.local_broker import LocalBroker
 from hub_kafka.settings import KafkaSettings
+from spark_loaders.settings import LoaderSettings
 from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
@@ -248,3 +249,21 @@ def kafka_and_api(home: Path) -> Iterator[tuple[str, str]]:
             yield broker.bootstrap_servers, api.base_url
     finally:
         broker.stop()
+
+
+def local_loader_settings(home: Path, **fields: object) -> LoaderSettings:
+    """Loader settings of a benchmark's own Spark: `local[2]`, its warehouse, checkpoints and an
+    embedded Derby metastore under `home`, the jars `make jars` fetched; `fields` override."""
+    jars = Path(os.environ.get("HUB_HOME", REPO / ".hub")) / "jars"
+    defaults: dict[str, object] = {
+        "master": "local[2]",
+        "driver_memory": "1g",
+        "shuffle_partitions": 2,
+        "warehouse_dir": home / "warehouse",
+        "metastore_dir": home / "metastore",
+        "metastore_url": f"jdbc:derby:;databaseName={home / 'metastore' / 'db'};create=true",
+        "metastore_jars_dir": jars / "metastore",
+        "checkpoint_dir": home / "checkpoints",
+        "jars_dir": jars / "spark",
+    }
+    return LoaderSettings(**{**defaults, **fields})  # type: ignore[arg-type]

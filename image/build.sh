@@ -69,7 +69,9 @@ echo "==> buildah build -t $name"
   --volume "$uv_cache:/run/build/uv-cache" \
   --volume "/etc/ssl/certs/ca-certificates.crt:/run/build/ca.pem:ro" \
   "$context"
-# A rebuilt image leaves the previous one untagged: remove it, with the build's containers.
-"${buildah[@]}" rm --all >/dev/null
+# A rebuilt image leaves the previous one untagged: remove it (the build removed its container).
 "${buildah[@]}" rmi --prune >/dev/null || true
+# pyspark comes as a source distribution, and uv keeps each build of it as a cache revision of
+# half a gigabyte: drop the revisions nothing refers to any more, or every build adds one.
+"$venv/bin/uv" cache prune --quiet
 echo "==> $name: $("${buildah[@]}" images --format '{{.Size}}' "$name")"
