@@ -44,12 +44,17 @@ class BackgroundProcess:
         self.pid_file = pid_file
 
     def pid(self) -> int | None:
-        """The pid of the running service, or None (a stale pid file is removed)."""
+        """The pid of the running service, or None (a stale pid file is removed).
+
+        The file holds the pid and the process' start time: a pid alone is given to another
+        process (or thread) once the system has gone round its pid space, 32768 on many
+        machines, which a busy machine does in minutes; the service would then seem to run."""
         try:
-            pid = int(self.pid_file.read_text().strip())
+            pid_text, *started = self.pid_file.read_text().split()
+            pid = int(pid_text)
         except (FileNotFoundError, ValueError):
             return None
-        if not process_alive(pid):
+        if not process_alive(pid) or (started and start_ticks(pid) != started[0]):
             self.pid_file.unlink(missing_ok=True)
             return None
         return pid
@@ -77,7 +82,7 @@ class BackgroundProcess:
                 # A terminal's Ctrl-C reaches the hub, which stops the service itself.
                 start_new_session=True,
             )
-        self.pid_file.write_text(str(process.pid))
+        self.pid_file.write_text(f"{process.pid} {start_ticks(process.pid) or ''}".strip())
         return process
 
     def wait_ready(
@@ -140,6 +145,17 @@ def process_alive(pid: int) -> bool:
             return False
         return stat.rsplit(")", 1)[1].split()[0] != "Z"
     return done == 0
+
+
+def start_ticks(pid: int) -> str | None:
+    """When `pid` started, in clock ticks after boot (field 22 of /proc/<pid>/stat); None when
+    no such process runs."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Fields after the command name, which may hold spaces, start with field 3 (the state).
+    return stat.rsplit(")", 1)[1].split()[19]
 
 
 def port_open(port: int) -> bool:

@@ -33,19 +33,32 @@ class Answers:
     stored: dict[int, tuple[int, int]] = field(default_factory=dict)  # id -> (partition, offset)
     refused: dict[int, int] = field(default_factory=dict)  # id -> error code
     uncoded: list[str] = field(default_factory=list)  # answers without a code: must stay empty
+    # ids of requests that got no answer at all (the connection failed or timed out)
+    unanswered: list[int] = field(default_factory=list)
     # (started, seconds, records) of each request, `started` from time.monotonic()
     latencies: list[tuple[float, float, int]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def answered(self) -> int:
+        """Records whose request is over: answered, or given up without an answer."""
         with self.lock:
-            return len(self.stored) + len(self.refused)
+            return len(self.stored) + len(self.refused) + len(self.unanswered)
+
+    def no_answer(self, ids: list[int], error: httpx.HTTPError, started: float) -> None:
+        """A request that raised instead of answering: its records' fate is unknown."""
+        with self.lock:
+            self.latencies.append((started, time.monotonic() - started, len(ids)))
+            self.unanswered.extend(ids)
+            self.uncoded.append(f"no answer after {time.monotonic() - started:.0f} s: {error!r}")
 
     def record(self, ids: list[int], response: httpx.Response, started: float) -> None:
         with self.lock:
             self.latencies.append((started, time.monotonic() - started, len(ids)))
-            body = response.json() if response.content else {}
+            try:
+                body = response.json() if response.content else {}
+            except ValueError:  # not JSON: reported below as an answer without a code
+                body = {}
             results = body.get("results") if isinstance(body, dict) else None
             if response.status_code in (200, 207) and results is not None:
                 for record_id, result in zip(ids, results, strict=True):
@@ -81,7 +94,13 @@ def publish_concurrently(
                 body = {"records": [{"value": {"id": i, "writer": writer}} for i in chunk]}
                 pause()
                 started = time.monotonic()
-                response = client.post(f"{api_url}/v1/feeds/{topic}/records", json=body)
+                try:
+                    response = client.post(f"{api_url}/v1/feeds/{topic}/records", json=body)
+                except httpx.HTTPError as error:
+                    # The test then fails on `uncoded`, naming the error, instead of waiting
+                    # for answers a dead writer thread would never record.
+                    answers.no_answer(chunk, error, started)
+                    continue
                 answers.record(chunk, response, started)
 
     threads = [

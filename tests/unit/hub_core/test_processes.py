@@ -1,5 +1,6 @@
 """Background services found by their pid file: started, checked, stopped, and cleaned up."""
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hub_core.processes import BackgroundProcess, port_open, process_alive
+from hub_core.processes import BackgroundProcess, port_open, process_alive, start_ticks
 
 pytestmark = pytest.mark.unit
 
@@ -65,6 +66,29 @@ def test_a_stale_pid_file_means_not_running(tmp_path: Path) -> None:
 
     assert finished.pid() is None
     assert not (tmp_path / "done.pid").exists()
+
+
+def test_a_pid_now_given_to_another_process_means_not_running(tmp_path: Path) -> None:
+    # The service died and the system, gone round its pid space, gave its pid to another
+    # process: here the test's own, which runs but did not start when the file says.
+    pid_file = tmp_path / "broker.pid"
+    pid_file.write_text(f"{os.getpid()} 1")
+    service = BackgroundProcess("broker", pid_file)
+
+    assert service.pid() is None
+    assert not pid_file.exists()
+
+
+def test_the_pid_file_names_the_process_by_pid_and_start_time(tmp_path: Path) -> None:
+    service = BackgroundProcess("sleeper", tmp_path / "sleeper.pid")
+    process = service.start(["sleep", "60"], output=tmp_path / "out.log")
+    try:
+        assert (tmp_path / "sleeper.pid").read_text() == f"{process.pid} {start_ticks(process.pid)}"
+        # A file written before start times were kept still names a running process.
+        (tmp_path / "sleeper.pid").write_text(str(process.pid))
+        assert service.pid() == process.pid
+    finally:
+        service.stop(timeout_s=10)
 
 
 def test_a_service_that_exits_during_start_up_names_its_code_and_logs(tmp_path: Path) -> None:
