@@ -22,7 +22,6 @@ Python process.
 
 import argparse
 import os
-import resource
 import statistics
 import sys
 import tempfile
@@ -33,7 +32,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.servers import local_loader_settings  # noqa: E402
+from bench.servers import local_loader_settings, peak_rss_mb, self_peak_rss_mb  # noqa: E402
 from spark_loaders.maintenance import TableMaintenance  # noqa: E402
 from spark_loaders.session import spark_session  # noqa: E402
 
@@ -75,14 +74,6 @@ def _median_query_seconds(spark: Any, table: str, repeats: int) -> tuple[float, 
     return statistics.median(times), answer
 
 
-def _peak_rss_mb(pid: int) -> float:
-    """Peak resident set of a process (VmHWM), in MB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=3000)
@@ -122,9 +113,9 @@ def main() -> None:
         assert result.error is None, result.error
         after, answer_after = _median_query_seconds(spark, batched, args.repeats)
         assert answer_after == answer_single, "maintenance changed the answer"
-        jvm_peak = _peak_rss_mb(jvm_pid)
+        jvm_peak = peak_rss_mb(jvm_pid)
 
-    python_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    python_peak = self_peak_rss_mb()
     print()
     print(f"{'table':<40} {'files':>7} {'query (median)':>15} {'vs one batch':>13}")
     rows = [

@@ -1,6 +1,7 @@
 """The processes a benchmark runs against: the API server and its registry database."""
 
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -35,6 +36,10 @@ class ApiProcess:
     def port(self) -> int:
         return int(self.base_url.rsplit(":", 1)[1])
 
+    def peak_rss_mb(self) -> dict[int, float]:
+        """Peak resident memory so far of the server and of each worker process, by pid."""
+        return process_tree_peak_rss_mb(self.pid)
+
 
 @dataclass(frozen=True, slots=True)
 class Database:
@@ -60,6 +65,28 @@ def process_tree_cpu_seconds(pid: int) -> float:
     """As `process_cpu_seconds`, for `pid` and its child processes (`HUB_API_WORKERS` > 1 runs
     the API in worker processes under a supervising one)."""
     return process_cpu_seconds(pid) + sum(process_cpu_seconds(c) for c in _children(pid))
+
+
+def peak_rss_mb(pid: int) -> float:
+    """Peak resident memory of process `pid` so far (VmHWM), in MB; 0 once gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def process_tree_peak_rss_mb(pid: int) -> dict[int, float]:
+    """`peak_rss_mb` of `pid` and of each of its child processes (API workers), by pid."""
+    return {p: peak_rss_mb(p) for p in [pid, *_children(pid)]}
+
+
+def self_peak_rss_mb() -> float:
+    """Peak resident memory of this process (the benchmark's own Python), in MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def host_cpu_ticks() -> tuple[int, int]:
