@@ -95,13 +95,12 @@ def load_maintain(
     """
     from spark_loaders import LoaderSettings, spark_session
     from spark_loaders.maintenance import TableMaintenance
-    from spark_loaders.settings import LAYERS
+    from spark_loaders.settings import LAYERS, check_layers
 
-    unknown = sorted(set(layer or []) - set(LAYERS))
-    if unknown:
-        raise typer.BadParameter(
-            f"{', '.join(unknown)}: choose from {', '.join(LAYERS)}", param_hint="--layer"
-        )
+    try:
+        check_layers(layer or [])
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--layer") from error
     settings = LoaderSettings()
     with spark_session(settings, app_name="hub-maintain") as spark:
         maintenance = TableMaintenance(spark, settings)

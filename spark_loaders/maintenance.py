@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from spark_loaders.settings import LAYERS, LoaderSettings
+from spark_loaders.settings import LoaderSettings, check_layers
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,29 @@ AUTO_COMPACT = "delta.autoOptimize.autoCompact"
 AUTO_COMPACT_LAYERS_CONF = "spark.hub.autoCompactLayers"
 _RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 _DELTA_DEFAULT_RETENTION_HOURS = 168.0
+# Delta gives every table a session creates the properties named by these defaults.
+_TABLE_DEFAULTS = "spark.databricks.delta.properties.defaults."
+
+
+def session_conf(settings: LoaderSettings) -> dict[str, str]:
+    """The Spark session's share of maintenance: which layers compact automatically, and the
+    history new tables keep.
+
+    A table keeps its log (`delta.logRetentionDuration`, Delta's default 30 days) and its
+    removed files (`delta.deletedFileRetentionDuration`, 7 days) for `vacuum_retention_hours`:
+    time travel needs both, so a longer log buys nothing, and every query lists the log (a 1 s
+    trigger commits 86,400 times a day). VACUUM then keeps exactly that history without
+    overriding Delta's retention check.
+    """
+    hours = settings.vacuum_retention_hours
+    interval = (
+        f"interval {hours:g} hours" if hours.is_integer() else f"interval {hours * 60:.0f} minutes"
+    )
+    return {
+        AUTO_COMPACT_LAYERS_CONF: ",".join(settings.layers("auto_compact_layers")),
+        f"{_TABLE_DEFAULTS}logRetentionDuration": interval,
+        f"{_TABLE_DEFAULTS}deletedFileRetentionDuration": interval,
+    }
 
 
 def new_table_properties(spark: SparkSession, table: str) -> dict[str, str]:
@@ -72,8 +95,7 @@ class TableMaintenance:
         """The tables of `layers` in the metastore, layer by layer, by name."""
         found: list[str] = []
         for layer in layers:
-            if layer not in LAYERS:
-                raise ValueError(f"unknown layer {layer!r}; choose from {', '.join(LAYERS)}")
+            check_layers([layer])
             if not self._spark.catalog.databaseExists(layer):
                 continue
             names = sorted(t.name for t in self._spark.catalog.listTables(layer))
@@ -119,18 +141,31 @@ class TableMaintenance:
 
     def _vacuum(self, table: str) -> None:
         hours = self._settings.vacuum_retention_hours
-        if hours < _DELTA_DEFAULT_RETENTION_HOURS:
-            # Below Delta's default, its check compares against the table's property; the
-            # setting's own floor (24 hours) stands in for it.
-            self._spark.conf.set(_RETENTION_CHECK, "false")
-        self._spark.sql(f"VACUUM {table} RETAIN {hours:g} HOURS")
+        statement = f"VACUUM {table} RETAIN {hours:g} HOURS"
+        if hours >= _DELTA_DEFAULT_RETENTION_HOURS or self._keeps_at_most(table, hours):
+            self._spark.sql(statement)
+            return
+        # A table created before the retention was lowered still says 7 days, and Delta's check
+        # refuses to vacuum below its property; the setting's own floor (24 hours) stands in.
+        previous = self._spark.conf.get(_RETENTION_CHECK, "true")
+        self._spark.conf.set(_RETENTION_CHECK, "false")
+        try:
+            self._spark.sql(statement)
+        finally:
+            self._spark.conf.set(_RETENTION_CHECK, previous or "true")
+
+    def _keeps_at_most(self, table: str, hours: float) -> bool:
+        """Whether `table`'s own deleted-file retention is `hours` or less."""
+        properties = self._properties(table)
+        prop = properties.get("delta.deletedFileRetentionDuration")
+        return prop is not None and interval_hours(prop) <= hours
+
+    def _properties(self, table: str) -> dict[str, str]:
+        rows = self._spark.sql(f"SHOW TBLPROPERTIES {table}").collect()
+        return {row["key"]: row["value"] for row in rows}
 
     def _ensure_auto_compaction(self, table: str) -> None:
-        properties = {
-            row["key"]: row["value"]
-            for row in self._spark.sql(f"SHOW TBLPROPERTIES {table}").collect()
-        }
-        if properties.get(AUTO_COMPACT) != "true":
+        if self._properties(table).get(AUTO_COMPACT) != "true":
             self._spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{AUTO_COMPACT}' = 'true')")
 
     def _files(self, table: str) -> int:
@@ -140,6 +175,22 @@ class TableMaintenance:
         detail = self._spark.sql(f"DESCRIBE DETAIL {table}").first()
         assert detail is not None
         return int(detail["numFiles"] or 0), int(detail["sizeInBytes"] or 0)
+
+
+_UNIT_HOURS = {"week": 168.0, "day": 24.0, "hour": 1.0, "minute": 1 / 60, "second": 1 / 3600}
+
+
+def interval_hours(interval: str) -> float:
+    """Hours of a Delta interval property such as `interval 7 days`; infinite when unreadable,
+    so an unknown retention is never taken for a short one."""
+    parts = interval.lower().removeprefix("interval").split()
+    if len(parts) != 2:
+        return float("inf")
+    amount, unit = parts
+    try:
+        return float(amount) * _UNIT_HOURS[unit.rstrip("s")]
+    except (KeyError, ValueError):
+        return float("inf")
 
 
 class ScheduledMaintenance:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark_loaders import metastore, metastore_database
+from spark_loaders import maintenance, metastore, metastore_database
 from spark_loaders.errors import LoaderError
 from spark_loaders.settings import LoaderSettings
 
@@ -108,8 +108,7 @@ def session_conf(
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         "spark.redaction.regex": REDACTION_REGEX,
-        # Read by spark_loaders.maintenance.new_table_properties when a table is created.
-        "spark.hub.autoCompactLayers": ",".join(settings.layers("auto_compact_layers")),
+        **maintenance.session_conf(settings),
         **metastore.spark_conf(settings),
         **settings.spark_s3_conf(),
         **(extra_conf or {}),

@@ -1,6 +1,7 @@
 """Settings of the Spark loaders (environment prefix `HUB_LOADER_`)."""
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -13,6 +14,15 @@ from spark_loaders.storage import Location, RemoteLocation, is_remote, parse_loc
 DEFAULT_TOPIC_PATTERN = r"^(?!.*\.dlq$)[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$"
 # The table layers, in the order data flows through them (databases of the same names).
 LAYERS = ("bronze", "silver", "gold")
+
+
+def check_layers(names: Iterable[str]) -> None:
+    """ValueError naming any of `names` that is not a layer, with the valid choices."""
+    unknown = sorted(set(names) - set(LAYERS))
+    if unknown:
+        raise ValueError(f"unknown layer(s) {', '.join(unknown)}; choose from {', '.join(LAYERS)}")
+
+
 # The masters the loader is run on: in-process, a standalone cluster, Kubernetes, YARN.
 MASTER_URL = re.compile(
     r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://\S+:\d+(,\S+:\d+)*|k8s://\S+|yarn)$"
@@ -237,11 +247,7 @@ class LoaderSettings(BaseSettings):
     @field_validator("maintenance_layers", "auto_compact_layers")
     @classmethod
     def _layers(cls, value: str) -> str:
-        unknown = {part.strip() for part in value.split(",") if part.strip()} - set(LAYERS)
-        if unknown:
-            raise ValueError(
-                f"unknown layer(s) {', '.join(sorted(unknown))}; choose from {', '.join(LAYERS)}"
-            )
+        check_layers(part.strip() for part in value.split(",") if part.strip())
         return value
 
     def layers(self, setting: str) -> tuple[str, ...]:

@@ -46,8 +46,14 @@ def test_optimize_compacts_many_small_files_and_keeps_rows_and_history(
     # VACUUM kept the replaced files: versions within the retention still read.
     first = spark.read.format("delta").option("versionAsOf", 0).table(table)
     assert sorted(r["id"] for r in first.collect()) == list(range(10))
+    properties = _properties(spark, table)
     # Bronze does not compact on write by default: each batch would pay for it.
-    assert AUTO_COMPACT not in _properties(spark, table)
+    assert AUTO_COMPACT not in properties
+    # The table keeps its log and its removed files as long as VACUUM keeps history, not
+    # Delta's 30 days of log that every query would list.
+    retention = f"interval {loader_settings.vacuum_retention_hours:g} hours"
+    assert properties["delta.logRetentionDuration"] == retention
+    assert properties["delta.deletedFileRetentionDuration"] == retention
 
 
 def test_tables_of_auto_compacting_layers_compact_as_they_are_written(spark: Any) -> None:

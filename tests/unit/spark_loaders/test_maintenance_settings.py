@@ -2,6 +2,7 @@
 refusing what it cannot do before Spark starts."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -51,5 +52,36 @@ def test_maintain_refuses_an_unknown_layer_before_spark_starts(tmp_path: Path) -
     result = hub("load", "maintain", "--layer", "bronze", "--layer", "platinum", env=env)
 
     assert result.returncode == 2
-    assert "platinum: choose from bronze, silver, gold" in result.stderr
+    # The message as read, whatever the width of the box it is printed in.
+    message = " ".join(re.sub("[│╭╮╰╯─]", " ", result.stderr).split())
+    assert "unknown layer(s) platinum; choose from bronze, silver, gold" in message
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("hours", "interval"), [(168.0, "interval 168 hours"), (36.5, "interval 2190 minutes")]
+)
+def test_new_tables_keep_their_log_and_removed_files_for_the_vacuum_retention(
+    hours: float, interval: str
+) -> None:
+    from spark_loaders.maintenance import AUTO_COMPACT_LAYERS_CONF, interval_hours, session_conf
+
+    conf = session_conf(LoaderSettings(vacuum_retention_hours=hours, auto_compact_layers="gold"))
+
+    defaults = "spark.databricks.delta.properties.defaults."
+    assert conf[f"{defaults}logRetentionDuration"] == interval
+    assert conf[f"{defaults}deletedFileRetentionDuration"] == interval
+    assert conf[AUTO_COMPACT_LAYERS_CONF] == "gold"
+    assert interval_hours(interval) == hours
+
+
+@pytest.mark.parametrize(
+    ("interval", "hours"),
+    [("interval 7 days", 168.0), ("interval 1 week", 168.0), ("INTERVAL 90 MINUTES", 1.5)],
+)
+def test_table_retention_properties_are_read_as_hours(interval: str, hours: float) -> None:
+    from spark_loaders.maintenance import interval_hours
+
+    assert interval_hours(interval) == hours
+    # Unreadable retention counts as long: VACUUM then keeps Delta's own check.
+    assert interval_hours("calendar 3 fortnights") == float("inf")
