@@ -78,8 +78,21 @@ def thrift_conf(settings: AnalystSettings, loader: LoaderSettings) -> dict[str, 
         "spark.hadoop.hive.variable.substitute": "false",
         # No `SELECT ... FROM text.`/path``: analysts read tables, not the server's files.
         "spark.sql.runSQLOnFiles": "false",
+        **staleness_conf(settings),
         **SAFE_CONF,
     }
+
+
+def staleness_conf(settings: AnalystSettings) -> dict[str, str]:
+    """Let queries read a table state up to `snapshot_staleness_seconds` old.
+
+    Before each query Delta lists the table's log for new commits; a loader on a 1 s trigger
+    leaves tens of thousands of commits there within the retention, and on a file system the
+    listing reads every one of them. With a limit, a query reads the state Delta last loaded
+    and a background refresh lists the log instead, unless that state is older than the limit.
+    """
+    seconds = settings.snapshot_staleness_seconds
+    return {"spark.databricks.delta.stalenessLimit": f"{seconds * 1000:.0f}ms"} if seconds else {}
 
 
 def _guard_conf(loader: LoaderSettings) -> dict[str, str]:

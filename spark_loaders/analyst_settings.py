@@ -57,6 +57,16 @@ class AnalystSettings(BaseSettings):
     start_timeout_seconds: float = Field(
         default=120.0, gt=0, description="How long to wait for the server to accept connections."
     )
+    snapshot_staleness_seconds: float = Field(
+        default=0.0,
+        ge=0,
+        le=3600,
+        description=(
+            "How old a table's state a query may read while Delta refreshes it in the background "
+            "(spark.databricks.delta.stalenessLimit). 0: every query first lists the table's "
+            "log for new commits, which grows with the commits of the retention period."
+        ),
+    )
 
     @property
     def on_loopback(self) -> bool:

@@ -139,3 +139,14 @@ def test_hub_analyst_serve_refuses_to_start_beyond_loopback_without_authenticati
     assert "HUB_ANALYST_AUTH=hub-keys" in result.stderr
     # Refused before Spark started: nothing was served.
     assert "starting Spark" not in result.stderr
+
+
+def test_queries_read_the_latest_commit_unless_a_staleness_is_allowed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    limit = "spark.databricks.delta.stalenessLimit"
+    assert limit not in thrift_conf(AnalystSettings(), _loader(tmp_path))
+
+    monkeypatch.setenv("HUB_ANALYST_SNAPSHOT_STALENESS_SECONDS", "2.5")
+
+    assert thrift_conf(AnalystSettings(), _loader(tmp_path))[limit] == "2500ms"
