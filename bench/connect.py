@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.cdc import Stack, end_offset, progress, wait  # noqa: E402
+from bench.servers import print_peak_rss  # noqa: E402
 from catalog.types import FeedKind, TeamName  # noqa: E402
 from connectors.config import load  # noqa: E402
 from connectors.logfile.config import LogfileSource  # noqa: E402
@@ -179,6 +180,8 @@ def main() -> None:
                 for name, scenario in scenarios.items():
                     progress(f"run {run}: {name}")
                     results[name].append(scenario(stack, run, args.records, settings))
+            # The connectors and the publisher run in this process.
+            print_peak_rss({"Kafka broker": stack.broker.status().pid})
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"\nRecords into Kafka, {args.records} per run, median of {args.runs} run(s)")

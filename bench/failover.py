@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.servers import print_peak_rss
 from hub_kafka.local_cluster import LocalCluster
 from hub_kafka.settings import KafkaSettings
 from tests.support.api_server import serve_api
@@ -79,6 +80,8 @@ def _measure(cluster: LocalCluster, home: Path, args: argparse.Namespace) -> int
         _run(api_url, key, cluster, warm_up, kill=False)
         baseline = _run(api_url, key, cluster, args, kill=False)
         failover = _run(api_url, key, cluster, args, kill=True)
+        # The API and the clients run in this process; the killed node's figure is its restart's.
+        print_peak_rss({f"broker {n.node.node_id}": n.status().pid for n in cluster.nodes})
     print(f"{args.records:,} records per run, {args.writers} clients, {args.batch} per request")
     killed, back = failover.killed, failover.restarted
     _report("no kill (baseline)", baseline, lambda started, ended: True)

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +87,14 @@ def process_tree_peak_rss_mb(pid: int) -> dict[int, float]:
 def self_peak_rss_mb() -> float:
     """Peak resident memory of this process (the benchmark's own Python), in MB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def print_peak_rss(processes: Mapping[str, int | None]) -> None:
+    """Print the peak resident memory of each named process (call it before they stop) and of
+    this benchmark's own Python process."""
+    figures = [f"{name} {peak_rss_mb(pid):,.0f} MB" for name, pid in processes.items() if pid]
+    figures.append(f"benchmark (Python) {self_peak_rss_mb():,.0f} MB")
+    print("peak RSS: " + ", ".join(figures), flush=True)
 
 
 def host_cpu_ticks() -> tuple[int, int]:
@@ -274,6 +282,7 @@ def kafka_and_api(home: Path) -> Iterator[tuple[str, str]]:
             api_server(database.url, bootstrap_servers=broker.bootstrap_servers) as api,
         ):
             yield broker.bootstrap_servers, api.base_url
+            print_peak_rss({"Kafka broker": broker.status().pid, "API server": api.pid})
     finally:
         broker.stop()
 

@@ -31,7 +31,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.servers import kafka_and_api  # noqa: E402
+from bench.servers import kafka_and_api, print_peak_rss  # noqa: E402
 from spark_loaders.cluster import LocalCluster  # noqa: E402
 from spark_loaders.cluster_settings import ClusterSettings  # noqa: E402
 from tests.support.loader import create_topic, produce_avro, register  # noqa: E402
@@ -127,6 +127,11 @@ def _cluster(home: Path, workers: int) -> Iterator[str]:
     cluster.start()
     try:
         yield cluster.master_url
+        status = cluster.status()
+        print_peak_rss(
+            {"Spark master": status.pid}
+            | {f"Spark worker {i + 1}": w.pid for i, w in enumerate(status.workers)}
+        )
     finally:
         cluster.stop()
 
