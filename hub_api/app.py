@@ -28,7 +28,7 @@ from hub_api.metrics import HubMetrics, RequestMetrics
 from hub_api.openapi import install_openapi
 from hub_api.publish_lane import PublishLane
 from hub_api.publish_models import RecordsIn
-from hub_api.rest_proxy_models import ProduceRequestIn
+from hub_api.rest_proxy_models import ProduceRecordV3In, ProduceRequestIn
 from hub_api.settings import ApiSettings
 from hub_kafka.settings import KafkaSettings
 from publish.feeds import FeedQuotas
@@ -110,5 +110,5 @@ def create_app(
     app.include_router(rest_proxy_routes.router)
     app.include_router(connector_routes.router)
     app.include_router(identity_routes.router)
-    install_openapi(app, raw_bodies=(RecordsIn, ProduceRequestIn))
+    install_openapi(app, raw_bodies=(RecordsIn, ProduceRequestIn, ProduceRecordV3In))
     return app
