@@ -10,7 +10,8 @@ a second API process on the same broker and database. Then, in rounds that inter
 
 - the ceiling: `Publisher.publish_async` in this process, on the same records, already parsed,
   in groups of `--chunk` records with up to 64 groups awaiting Kafka at once, as the v3 endpoint
-  keeps them: the same produce path without HTTP, JSON or reports;
+  keeps them, on uvloop with the server's garbage collection threshold: the same produce path
+  without HTTP, JSON or reports;
 - the stream: one `POST /v3/clusters/bench/topics/{topic}/records` with chunked transfer
   encoding, `--chunk` one-record messages (concatenated JSON) per chunk, reports read as they
   come; records per second counts the reports with `error_code` 200;
@@ -25,6 +26,7 @@ peak resident memory of every process it started. See bench/README.md.
 
 import argparse
 import asyncio
+import gc
 import os
 import shutil
 import statistics
@@ -100,7 +102,19 @@ class Ceiling:
         self._chunk = chunk
 
     def run(self, duration_s: float) -> Rate:
-        return asyncio.run(self._run(duration_s))
+        """Publish for `duration_s` on the interpreter as a server process tunes it: uvloop
+        (as uvicorn picks it) and the raised collection threshold of `create_server_app`."""
+        import uvloop
+
+        from hub_api.settings import ApiSettings
+
+        threshold = gc.get_threshold()
+        gc.set_threshold(ApiSettings.model_fields["gc_threshold"].default, *threshold[1:])
+        try:
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                return runner.run(self._run(duration_s))
+        finally:
+            gc.set_threshold(*threshold)
 
     async def _run(self, duration_s: float) -> Rate:
         publisher = self._services.publisher

@@ -22,6 +22,7 @@ import base64
 import binascii
 import logging
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -107,6 +108,10 @@ class ProduceStream(Response):
         self._dlq = dlq_topic(TopicName(topic))
         self._value_subject = value_subject(TopicName(topic))
         self._crash: BaseException | None = None
+        self._head = (
+            f'{{"error_code":200,"cluster_id":{_json(cluster_id)},'
+            f'"topic_name":{_json(topic)},"partition_id":'
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # No Content-Length: the server sends the reports in chunks as they come.
@@ -187,44 +192,57 @@ class ProduceStream(Response):
             outcome = await group.sent.outcome()
             self._metrics.record_publish(self._topic, outcome, time.perf_counter() - group.started)
             results = iter(zip(outcome.results, group.sent.batch.prepared, strict=True))
+            published = self._published(group.sent, group.produced_ms)
         for position in range(group.size):
             refusal = group.refused.get(position)
             if refusal is not None:
                 lines.append(_line({"error_code": int(refusal.code), "message": refusal.message}))
                 continue
-            assert results is not None and group.sent is not None
+            assert results is not None
             result, prepared = next(results)
-            lines.append(_line(self._report(result, prepared, group.sent, group.produced_ms)))
+            if result.error_code is None:
+                lines.append(published(result, prepared))
+            else:
+                lines.append(_line(self._failure(result)))
         return b"".join(lines)
 
-    def _report(
-        self, result: PublishResult, prepared: Any, sent: SentBatch, produced_ms: int
-    ) -> dict[str, Any]:
-        if result.error_code is None:
+    def _published(
+        self, sent: SentBatch, produced_ms: int
+    ) -> Callable[[PublishResult, Any], bytes]:
+        """How a published record of `sent` is reported (Confluent's ProduceResponse), from
+        templates made once per group: a dict and its rendering per record cost more than the
+        rest of the report."""
+        codecs = sent.codecs
+        keys = codecs.keys
+        avro_key = (
+            f',"key":{{"type":"AVRO","subject":{_json(keys.subject)},'
+            f'"schema_id":{keys.schema_id},"size":'
+        )
+        value_meta = (
+            f',"value":{{"type":"AVRO","subject":{_json(self._value_subject)},'
+            f'"schema_id":{codecs.values.schema_id},"schema_version":{codecs.version},"size":'
+        )
+        produced = _iso(produced_ms)
+        head = self._head
+
+        def report(result: PublishResult, prepared: Any) -> bytes:
             (_topic, key, value, _headers, timestamp_ms), _changes = prepared
-            report: dict[str, Any] = {
-                "error_code": 200,
-                "cluster_id": self._cluster_id,
-                "topic_name": self._topic,
-                "partition_id": result.partition,
-                "offset": result.offset,
-                "timestamp": _iso(timestamp_ms or produced_ms),
-            }
-            keys = sent.codecs.keys
-            if key and keys.schema is not None:
-                report["key"] = {"type": "AVRO", "subject": keys.subject,
-                                 "schema_id": keys.schema_id, "size": len(key)}  # fmt: skip
-            elif key is not None:
-                report["key"] = {"size": len(key)}
+            line = (
+                f'{head}{result.partition},"offset":{result.offset},"timestamp":'
+                f'"{produced if timestamp_ms is None else _iso(timestamp_ms)}"'
+            )
+            if key is not None:  # an Avro key, or a plain key of a feed without key fields
+                meta = avro_key if key and keys.schema is not None else ',"key":{"size":'
+                line += f"{meta}{len(key)}}}"
             if value is not None:
-                report["value"] = {
-                    "type": "AVRO",
-                    "subject": self._value_subject,
-                    "schema_id": sent.codecs.values.schema_id,
-                    "schema_version": sent.codecs.version,
-                    "size": len(value),
-                }
-            return report
+                line += f"{value_meta}{len(value)}}}"
+            return (line + "}\n").encode()
+
+        return report
+
+    def _failure(self, result: PublishResult) -> dict[str, Any]:
+        """A record that was not published: its code and message."""
+        assert result.error_code is not None
         message = result.message or ""
         if result.path:
             message = message if result.path in message else f"{result.path}: {message}"
@@ -236,6 +254,9 @@ class ProduceStream(Response):
 def incoming_record(document: Any) -> IncomingRecord:
     """A v3 `ProduceRequest` as the publisher takes it; 40001, 41501 or 42200 when it cannot
     be one (the record alone is refused)."""
+    plain = _plain_record(document)
+    if plain is not None:
+        return plain
     request = validate(document, ProduceRecordV3In)
     if request.partition_id is not None:
         raise ProxyRefused(
@@ -261,6 +282,37 @@ def incoming_record(document: Any) -> IncomingRecord:
         headers=headers,
         timestamp=request.timestamp,
     )
+
+
+_PLAIN_RECORD_KEYS = frozenset({"value", "key", "timestamp"})
+_PLAIN_DATA_KEYS = frozenset({"data", "type"})
+_NOT_PLAIN: Any = object()
+
+
+def _plain_record(document: Any) -> IncomingRecord | None:
+    """A record in the common shape (`value` and `key` as `{"data"}`, of type `JSON` or none,
+    no headers), read without the model; None for anything else, which the model reads and
+    words the errors of, as `plain_records` does for the feed route."""
+    if type(document) is not dict or not _PLAIN_RECORD_KEYS.issuperset(document):
+        return None
+    value = _plain_data(document.get("value"))
+    key = _plain_data(document.get("key"))
+    timestamp = document.get("timestamp")
+    if value is _NOT_PLAIN or key is _NOT_PLAIN:
+        return None
+    if not (timestamp is None or type(timestamp) is int or type(timestamp) is str):
+        return None
+    return IncomingRecord(value, key, None, timestamp)
+
+
+def _plain_data(data: Any) -> Any:
+    if data is None:
+        return None
+    if type(data) is not dict or not _PLAIN_DATA_KEYS.issuperset(data):
+        return _NOT_PLAIN
+    if data.get("type", "JSON") != "JSON":
+        return _NOT_PLAIN
+    return data.get("data")
 
 
 def _data(side: str, data: ProduceDataV3In | None) -> Any:
@@ -297,6 +349,11 @@ def _header_text(index: int, value: str | None) -> str:
 def _iso(epoch_ms: int) -> str:
     moment = datetime.fromtimestamp(epoch_ms / 1000, UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _json(text: str) -> str:
+    """`text` as a JSON string, quotes and escapes included."""
+    return to_json(text).decode()
 
 
 def _line(report: dict[str, Any]) -> bytes:
