@@ -26,8 +26,9 @@ from hub_api.gate import RequestGate
 from hub_api.limits import BodySizeLimit
 from hub_api.metrics import HubMetrics, RequestMetrics
 from hub_api.openapi import install_openapi
+from hub_api.publish_lane import PublishLane
 from hub_api.publish_models import RecordsIn
-from hub_api.rest_proxy_models import ProduceRequestIn
+from hub_api.rest_proxy_models import ProduceRecordV3In, ProduceRequestIn
 from hub_api.settings import ApiSettings
 from hub_kafka.settings import KafkaSettings
 from publish.feeds import FeedQuotas
@@ -94,6 +95,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.metrics = metrics = HubMetrics()
+    # Innermost: publish requests pass the gate and the size limit first (ADR 0031).
+    app.add_middleware(PublishLane)
     app.add_middleware(BodySizeLimit, max_bytes=api.max_body_bytes)
     # Outside the size limit: slots, rate limits and key checks come before the body is read.
     app.add_middleware(RequestGate, settings=api)
@@ -107,5 +110,5 @@ def create_app(
     app.include_router(rest_proxy_routes.router)
     app.include_router(connector_routes.router)
     app.include_router(identity_routes.router)
-    install_openapi(app, raw_bodies=(RecordsIn, ProduceRequestIn))
+    install_openapi(app, raw_bodies=(RecordsIn, ProduceRequestIn, ProduceRecordV3In))
     return app

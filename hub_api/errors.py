@@ -43,14 +43,19 @@ def media_type_of(request: Request) -> str | None:
     return REGISTRY_MEDIA_TYPE if request.url.path.startswith(_REGISTRY_PATHS) else None
 
 
+def hub_error_response(request: Request, exc: HubError) -> JSONResponse:
+    """The answer to a request that failed with `exc`; server-side failures are logged."""
+    if exc.code.http_status >= 500:
+        log.warning("request failed: %s (%s)", exc.message, int(exc.code))
+    return error_response(exc.code, exc.message, media_type=media_type_of(request))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Map domain exceptions and framework errors to coded answers."""
 
     @app.exception_handler(HubError)
     async def _hub_error(request: Request, exc: HubError) -> JSONResponse:
-        if exc.code.http_status >= 500:
-            log.warning("request failed: %s (%s)", exc.message, int(exc.code))
-        return error_response(exc.code, exc.message, media_type=media_type_of(request))
+        return hub_error_response(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:

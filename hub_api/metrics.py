@@ -3,12 +3,15 @@
 import collections
 import time
 from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from publish.publisher import PublishOutcome
 
+# Label children kept per feed and per (method, route, status); past this many, forgotten.
+_MAX_REMEMBERED = 10_000
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
@@ -52,6 +55,33 @@ class HubMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self._per_feed: dict[str, tuple[Any, Any]] = {}
+        self._per_request: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def _feed_children(self, feed: str) -> tuple[Any, Any]:
+        """The feed's request timer and accepted counter. `labels()` validates and looks its
+        labels up under a lock: kept per feed, as a one-record request's largest metrics cost."""
+        children = self._per_feed.get(feed)
+        if children is None:
+            if len(self._per_feed) >= _MAX_REMEMBERED:
+                self._per_feed.clear()
+            children = (self.publish_seconds.labels(feed), self.accepted.labels(feed))
+            self._per_feed[feed] = children
+        return children
+
+    def request_children(self, method: str, route: str, status: int) -> tuple[Any, Any]:
+        """The request counter and latency histogram of a method, route and status."""
+        key = (method, route, status)
+        children = self._per_request.get(key)
+        if children is None:
+            if len(self._per_request) >= _MAX_REMEMBERED:
+                self._per_request.clear()
+            children = (
+                self.requests.labels(method, route, str(status)),
+                self.request_seconds.labels(method, route),
+            )
+            self._per_request[key] = children
+        return children
 
     def follow_connector_consumers(self, count: Callable[[], int]) -> None:
         """Export how many Kafka consumers were built to read connector state: one per worker
@@ -64,7 +94,12 @@ class HubMetrics:
 
     def record_publish(self, feed: str, outcome: PublishOutcome, seconds: float) -> None:
         """Count a request's records by outcome (one increment per outcome, not per record)."""
-        self.publish_seconds.labels(feed).observe(seconds)
+        timer, accepted = self._feed_children(feed)
+        timer.observe(seconds)
+        if outcome.accepted:
+            accepted.inc(outcome.accepted)
+        if outcome.accepted == len(outcome.results):
+            return
         rejected: collections.Counter[str] = collections.Counter()
         dead_lettered = 0
         for result in outcome.results:
@@ -74,8 +109,6 @@ class HubMetrics:
                 dead_lettered += 1
             else:
                 rejected[result.error_code.name if result.error_code else "UNKNOWN"] += 1
-        if outcome.accepted:
-            self.accepted.labels(feed).inc(outcome.accepted)
         if dead_lettered:
             self.dead_lettered.labels(feed).inc(dead_lettered)
         for reason, count in rejected.items():
@@ -108,7 +141,6 @@ class RequestMetrics:
             route = scope.get("route")
             template = getattr(route, "path", "unmatched")
             method = scope.get("method", "")
-            self._metrics.requests.labels(method, template, str(status)).inc()
-            self._metrics.request_seconds.labels(method, template).observe(
-                time.perf_counter() - started
-            )
+            count, timer = self._metrics.request_children(method, template, status)
+            count.inc()
+            timer.observe(time.perf_counter() - started)

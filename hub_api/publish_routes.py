@@ -1,25 +1,52 @@
-"""The publish gateway: records in as natural JSON, out to Kafka as framed Avro."""
+"""The publish gateway: records in as natural JSON, out to Kafka as framed Avro.
+
+`publish_request` is the whole request after the caller is known. Two doors lead to it: the
+FastAPI route below, which documents the endpoint (OpenAPI) and serves requests with unusual
+options, and `hub_api.publish_lane.PublishLane`, which serves the common request without
+FastAPI's routing and dependency resolution (docs/adr/0031-lean-publish-lane.md).
+"""
 
 import time
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic_core import to_json
 
-from catalog.types import Feed
+from catalog.types import Feed, Principal
 from hub_api.auth import Caller, require_owner
 from hub_api.batches import parse_publish_body
 from hub_api.deps import Feeds, Idempotency, Metrics, PublisherDep, Settings
+from hub_api.metrics import HubMetrics
 from hub_api.openapi import raw_body
 from hub_api.publish_models import PublishPublic, RecordsIn, publish_answer
+from hub_api.settings import ApiSettings
 from publish.feeds import FeedService
-from publish.idempotent import Answer, Attempt
+from publish.idempotent import Answer, Attempt, IdempotentRequests
 from publish.publisher import Codecs, OnError, Publisher
 from registry.types import Version
 
 router = APIRouter(prefix="/v1", tags=["publish"])
+RECORDS_PATH = "/v1/feeds/{topic}/records"
+
+
+@dataclass(frozen=True, slots=True)
+class Gateway:
+    """What a publish request uses, as the app set it up."""
+
+    feeds: FeedService
+    publisher: Publisher
+    idempotency: IdempotentRequests
+    settings: ApiSettings
+    metrics: HubMetrics
+
+    @classmethod
+    def of(cls, state: Any) -> "Gateway":
+        """The gateway of an app, from its `app.state`."""
+        return cls(state.feeds, state.publisher, state.idempotency, state.api_settings,
+                   state.metrics)  # fmt: skip
 
 
 @router.post(
@@ -48,11 +75,35 @@ async def publish_records(
     the error status of the first failure when none was. A retry with the same
     `Idempotency-Key` gets the first answer and publishes nothing again.
     """
-    # The feed and how its records are encoded (latest schema), in one hand-off: both are
-    # cached lookups that may read the database.
-    feed, latest = await run_in_threadpool(_lookups, feeds, publisher, topic)
+    gateway = Gateway(feeds, publisher, idempotency, settings, metrics)
+    return await publish_request(
+        gateway,
+        request,
+        topic,
+        caller,
+        on_error=on_error,
+        atomic=atomic,
+        idempotency_key=idempotency_key,
+    )
+
+
+async def publish_request(
+    gateway: Gateway,
+    request: Request,
+    topic: str,
+    caller: Principal,
+    *,
+    on_error: OnError,
+    atomic: bool,
+    idempotency_key: str | None,
+) -> Response:
+    """Answer a publish request of `caller`, whose key was verified: 403 unless it owns the
+    feed, then the body read, checked and published. Raises `HubError`s for whole-request
+    failures, which the caller renders."""
+    feed, latest = await publish_target(gateway.feeds, gateway.publisher, topic)
     require_owner(caller, feed.owner, what=f"Feed '{topic}'")
     raw = await request.body()
+    settings = gateway.settings
     records, schema_version = parse_publish_body(
         raw,
         content_type=request.headers.get("content-type", ""),
@@ -60,6 +111,7 @@ async def publish_records(
         max_depth=settings.max_json_depth,
     )
     version = Version(schema_version) if schema_version else None
+    publisher = gateway.publisher
 
     retry_later = False  # a record was answered 503: Kafka or the producer queue was busy
 
@@ -87,14 +139,14 @@ async def publish_records(
             outcome = await publisher.publish_async(
                 codecs, records, on_error=on_error, idempotency_key=idempotency_key
             )
-        metrics.record_publish(feed.topic, outcome, time.perf_counter() - started)
+        gateway.metrics.record_publish(feed.topic, outcome, time.perf_counter() - started)
         retry_later = any(
             r.error_code is not None and r.error_code.http_status == 503 for r in outcome.results
         )
         status, content = publish_answer(topic, outcome)
         return Attempt(Answer(status, to_json(content)), reached_kafka=outcome.accepted > 0)
 
-    answer = await idempotency.answer(
+    answer = await gateway.idempotency.answer(
         scope=f"{feed.topic}|{caller.key_id}",
         key=idempotency_key,
         request=raw + f"|{on_error}|{atomic}".encode(),
@@ -107,6 +159,22 @@ async def publish_records(
     return Response(
         answer.body, status_code=answer.status_code, headers=headers, media_type="application/json"
     )
+
+
+async def publish_target(
+    feeds: FeedService, publisher: Publisher, topic: str
+) -> tuple[Feed, Codecs]:
+    """The feed of `topic` and how its records are encoded (latest schema).
+
+    Both are cached lookups: answered on the event loop when they need no database read
+    (nearly always), else in one thread-pool hand-off.
+    """
+    feed = feeds.current_if_cached(topic)
+    if feed is not None:
+        codecs = publisher.codecs_if_cached(feed)
+        if codecs is not None:
+            return feed, codecs
+    return await run_in_threadpool(_lookups, feeds, publisher, topic)
 
 
 def _lookups(feeds: FeedService, publisher: Publisher, topic: str) -> tuple[Feed, Codecs]:

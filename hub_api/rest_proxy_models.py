@@ -82,3 +82,50 @@ class ProduceResponsePublic(BaseModel):
     key_schema_id: int | None
     value_schema_id: int | None
     offsets: list[PartitionOffsetPublic]
+
+
+# -- REST Proxy v3: one produce request per record, streamed -------------------------------
+
+
+class ProduceDataV3In(BaseModel):
+    """A record's key or value, as REST Proxy v3 sends it: the data, in natural JSON."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str | None = Field(
+        default=None,
+        description="`JSON` (the default): `data` is natural JSON, checked and cleaned against "
+        "the feed's latest schema and written as Avro. Other formats are refused (41501).",
+    )
+    data: Any = Field(default=None, description="The key or value; a null value is a tombstone.")
+    # Confluent's ways of naming a schema: the hub always uses the feed's latest schema, and
+    # refuses them with that reason (40001) rather than as unknown fields.
+    subject: str | None = Field(default=None, description="Not supported (40001).")
+    subject_name_strategy: str | None = Field(default=None, description="Not supported.")
+    schema_id: int | None = Field(default=None, description="Not supported (40001).")
+    schema_version: int | None = Field(default=None, description="Not supported (40001).")
+    schema_: str | None = Field(default=None, alias="schema", description="Not supported.")
+
+
+class ProduceHeaderV3In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    value: str | None = Field(default=None, description="Base64 of the header's UTF-8 text.")
+
+
+class ProduceRecordV3In(BaseModel):
+    """One record of `POST /v3/clusters/{cluster_id}/topics/{topic}/records`; a streaming
+    request sends many, concatenated."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    partition_id: int | None = Field(
+        default=None, description="Not supported: the hub partitions by key (42200 if given)."
+    )
+    headers: list[ProduceHeaderV3In] | None = None
+    key: ProduceDataV3In | None = None
+    value: ProduceDataV3In | None = None
+    timestamp: str | int | None = Field(
+        default=None, description="Event time: ISO-8601 or epoch milliseconds."
+    )

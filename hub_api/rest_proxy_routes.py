@@ -1,31 +1,39 @@
-"""Confluent REST Proxy v2 compatibility: Avro records produced with `POST /topics/{topic}`.
+"""Confluent REST Proxy compatibility: v2 Avro records produced with `POST /topics/{topic}`,
+and v3 records, streamed, with `POST /v3/clusters/{cluster_id}/topics/{topic}/records`.
 
-Existing REST Proxy clients publish to hub feeds unchanged. The route parses the request and
-renders the REST Proxy's answer; `publish.rest_proxy` resolves the schemas and publishes.
+Existing REST Proxy clients publish to hub feeds unchanged. The v2 route parses the request and
+renders the REST Proxy's answer; `publish.rest_proxy` resolves the schemas and publishes. The
+v3 route checks the caller and the feed, then `hub_api.rest_proxy_v3.ProduceStream` reads the
+records and answers each as the stream goes.
 """
 
 import time
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
 
 from catalog.errors import FeedNotFound
 from hub_api.auth import Caller, require_owner
 from hub_api.batches import parse_batch
 from hub_api.deps import Feeds, Metrics, PublisherDep, Registry, Settings
+from hub_api.errors import UnsupportedMediaType
 from hub_api.openapi import raw_body
+from hub_api.publish_routes import publish_target
 from hub_api.rest_proxy_models import (
     AVRO_V2_MEDIA_TYPE,
     KafkaJSONResponse,
     PartitionOffsetPublic,
+    ProduceRecordV3In,
     ProduceRequestIn,
     ProduceResponsePublic,
 )
+from hub_api.rest_proxy_v3 import ProduceStream
 from hub_api.settings import ApiSettings
 from hub_core.errors import ErrorCode, HubError
 from publish.errors import ProxyErrorCode, ProxyRefused, RecordErrorCode
-from publish.publisher import PublishResult
+from publish.publisher import OnError, PublishResult
 from publish.rest_proxy import publish_avro_json, resolve_schemas
 
 router = APIRouter(tags=["rest-proxy"])
@@ -87,6 +95,64 @@ async def produce_avro(
         f"No record was published: {sum(1 for o in offsets if _invalid(o))} of "
         f"{len(offsets)} do not match the schema; record {first}: {offsets[first].error}",
         **answer,
+    )
+
+
+@router.post(
+    "/v3/clusters/{cluster_id}/topics/{topic}/records",
+    openapi_extra=raw_body(ProduceRecordV3In, "application/json"),
+)
+async def produce_records_v3(
+    cluster_id: str,
+    topic: str,
+    request: Request,
+    feeds: Feeds,
+    publisher: PublisherDep,
+    settings: Settings,
+    metrics: Metrics,
+    caller: Caller,
+    on_error: Annotated[
+        OnError, Query(description="`dlq` (default) or `reject` records that fail validation.")
+    ] = OnError.DLQ,
+) -> Response:
+    """Produce records to a feed as a Confluent REST Proxy v3 client does, one or a stream.
+
+    The body is one record, or, with `Transfer-Encoding: chunked`, records as concatenated
+    JSON for as long as the request lasts. Each record's `value.data` (and `key.data`) is
+    natural JSON, checked and cleaned against the feed's latest schema as
+    `POST /v1/feeds/{topic}/records` does. The answer is 200 and a stream of delivery reports,
+    one per record, in order: `error_code` 200 with partition and offset, or the record's error
+    code and message. Invalid records go to the feed's dead-letter topic (`on_error=dlq`,
+    since a REST Proxy client cannot ask for it) and are reported with their error. The
+    cluster id is not checked: the hub answers for the Kafka cluster it writes to.
+    """
+    try:
+        feed, _codecs = await publish_target(feeds, publisher, topic)
+    except FeedNotFound:
+        return JSONResponse(
+            {
+                "error_code": int(ProxyErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                "message": f"Topic '{topic}' not found: it is not a hub feed. Create the feed "
+                "with POST /v1/feeds, or list feeds with GET /v1/feeds.",
+            },
+            status_code=404,
+        )
+    require_owner(caller, feed.owner, what=f"Feed '{topic}'")
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise UnsupportedMediaType(
+            f"Content-Type '{media_type or '(none)'}' is not supported here; send "
+            "application/json (one record, or records as concatenated JSON)."
+        )
+    return ProduceStream(
+        request,
+        cluster_id=cluster_id,
+        topic=topic,
+        feeds=feeds,
+        publisher=publisher,
+        settings=settings,
+        metrics=metrics,
+        on_error=on_error,
     )
 
 

@@ -120,6 +120,17 @@ class FeedProducer:
         no thread each, and the publish path's Python work runs on one thread instead of
         contending for the GIL across a pool.
         """
+        sending = await self.send_encoded_async(items)
+        return await sending.reports()
+
+    async def send_encoded_async(self, items: Sequence[EncodedRecord]) -> "Sending":
+        """The first half of `produce_encoded_async`: hand `items` to librdkafka (waiting on
+        the event loop while its queue is full) and return what awaits their reports.
+
+        Batches sent one after another, each awaited before the next is sent, reach Kafka in
+        that order: a stream of records keeps its order while many batches await their
+        acknowledgements at once.
+        """
         loop = asyncio.get_running_loop()
         done = loop.create_future()
 
@@ -135,10 +146,7 @@ class FeedProducer:
                 _not_sent(pending, sent, len(items))
                 break
             await asyncio.sleep(_QUEUE_FULL_PAUSE_S)  # the local queue is full: let it drain
-        # Records not reported in time are answered as not acknowledged.
-        with suppress(TimeoutError):
-            await asyncio.wait_for(done, self._report_timeout_s)
-        return pending.reports()
+        return Sending(pending, done, self._report_timeout_s)
 
     def _send_encoded(self, items: Sequence[EncodedRecord], start: int, pending: "_Pending") -> int:
         """Hand `items[start:]` to librdkafka; the position reached (short if its queue is full)."""
@@ -169,6 +177,24 @@ class FeedProducer:
     def _serve_reports(self) -> None:
         while not self._closed.is_set():
             self._producer.poll(0.1)
+
+
+class Sending:
+    """Records handed to the producer, whose delivery reports can be awaited."""
+
+    __slots__ = ("_done", "_pending", "_timeout_s")
+
+    def __init__(self, pending: "_Pending", done: "asyncio.Future[None]", timeout_s: float) -> None:
+        self._pending = pending
+        self._done = done
+        self._timeout_s = timeout_s
+
+    async def reports(self) -> list[Report]:
+        """Every record's report, in order, once all are in; records not reported in time
+        are answered as not acknowledged."""
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._done, self._timeout_s)
+        return self._pending.reports()
 
 
 class TransactionalProducers:

@@ -75,7 +75,15 @@ class KafkaSettings(BaseSettings):
         ),
     )
     linger_ms: int = Field(
-        default=5, ge=0, description="How long the producer waits to fill a batch."
+        default=0,
+        ge=0,
+        description=(
+            "How long the producer waits to fill a batch. 0: a publish request is answered "
+            "after Kafka's acknowledgement, so a wait here is added to every request; records "
+            "sent while earlier batches are in flight still travel together. A few "
+            "milliseconds cost each one-record request that much and save librdkafka about "
+            "a fifth of its CPU per record in large batches (docs/adr/0031)."
+        ),
     )
     producer_queue_max_messages: int = Field(
         default=100_000,

@@ -17,6 +17,7 @@ class ProxyErrorCode(IntEnum):
     """Whole-request errors, with the REST Proxy's numbers (42200 is the hub's addition)."""
 
     TOPIC_NOT_FOUND = 40401
+    UNKNOWN_TOPIC_OR_PARTITION = 40403  # v3's answer for a topic that is not there
     PARTITION_NOT_SUPPORTED = 42200  # the hub partitions by key; a record cannot choose
     VALUE_SCHEMA_MISSING = 42202
     JSON_CONVERSION_FAILED = 42203  # no record of the request could be converted and published

@@ -246,6 +246,10 @@ class FeedService:
             self._cached.put(topic, feed)
         return feed
 
+    def current_if_cached(self, topic: str) -> Feed | None:
+        """`current(topic)` when it is answered from memory, else None (no database read)."""
+        return self._cached.get(topic)
+
     def find(self, topic: str) -> Feed | None:
         """The feed of `topic`, or None."""
         return self._feeds.find(topic=topic)

@@ -21,6 +21,7 @@ from hub_kafka.producer import (
     FeedProducer,
     OutgoingRecord,
     Report,
+    Sending,
     TransactionalProducers,
 )
 from publish.errors import RecordTooLarge
@@ -28,7 +29,7 @@ from registry.cleaning import Change
 from registry.compiled import CompiledSchema, compiled
 from registry.errors import InvalidRecord, TombstoneNotAllowed
 from registry.service import RegistryService
-from registry.types import SchemaId, Subject, Version
+from registry.types import RegisteredSchema, SchemaId, Subject, Version
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _INT64_MAX = 2**63 - 1
@@ -131,6 +132,7 @@ class _KeyCodec:
     feed: Feed
     schema: CompiledSchema | None
     schema_id: SchemaId
+    subject: Subject
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +147,22 @@ class Codecs:
     def outcome(self, results: list[PublishResult]) -> PublishOutcome:
         """The answer to a batch encoded with these codecs, given each record's result."""
         return PublishOutcome(self.values.schema_id, self.version, results)
+
+
+@dataclass(frozen=True, slots=True)
+class _BuiltCodecs:
+    """The codecs built for a feed's latest schemas, and the lookups they were built from:
+    valid while the feed and registry caches still answer with those same objects."""
+
+    feed: Feed
+    value_subject: Subject
+    value: RegisteredSchema
+    key_subject: Subject
+    key: RegisteredSchema | None
+    codecs: Codecs
+
+
+_MAX_REMEMBERED_FEEDS = 10_000
 
 
 def _prepare(
@@ -217,6 +235,7 @@ class Publisher:
         self._producer = producer
         self._transactions = transactions
         self._max_record_bytes = max_record_bytes
+        self._latest_codecs: dict[str, _BuiltCodecs] = {}
 
     def publish(
         self,
@@ -262,8 +281,15 @@ class Publisher:
         event loop.
         """
         batch = PreparedBatch(records, codecs, on_error=on_error, idempotency_key=idempotency_key)
-        reports = await self._producer.produce_encoded_async(batch.items) if batch.items else []
-        return codecs.outcome(batch.results(reports))
+        sending = await self.send_async(codecs, batch)
+        return await sending.outcome()
+
+    async def send_async(self, codecs: Codecs, batch: "PreparedBatch") -> "SentBatch":
+        """The first half of `publish_async`: hand a prepared batch to the producer (waiting
+        while its queue is full) and return what awaits its outcome. Batches sent one after
+        another reach Kafka in that order, however many await their acknowledgements."""
+        sending = await self._producer.send_encoded_async(batch.items) if batch.items else None
+        return SentBatch(codecs, batch, sending)
 
     def dead_letter(self, feed: Feed, unparsed: Sequence[Unparsed]) -> list[PublishResult]:
         """Write source data that could not become records to the feed's dead-letter topic;
@@ -288,14 +314,40 @@ class Publisher:
         )
         value_schema = self._registry.schema(schema_id=value_version.schema_id)
         values = _ValueCodec(feed, topic, compiled(value_schema), value_version.schema_id)
-        return Codecs(values, self._key_codec(feed), value_version.version, self._max_record_bytes)
+        keys, key_version = self._key_codec(feed)
+        codecs = Codecs(values, keys, value_version.version, self._max_record_bytes)
+        if schema_version is None:
+            if len(self._latest_codecs) >= _MAX_REMEMBERED_FEEDS:
+                self._latest_codecs.clear()
+            self._latest_codecs[feed.topic] = _BuiltCodecs(
+                feed, subject, value_version, keys.subject, key_version, codecs
+            )
+        return codecs
 
-    def _key_codec(self, feed: Feed) -> _KeyCodec:
+    def codecs_if_cached(self, feed: Feed) -> Codecs | None:
+        """`codecs(feed)` without a database read, or None: the codecs last built for the
+        feed's latest schemas, while the feed and those schemas are still the registry's
+        cached answers (so a version registered in this process is used at once, as `codecs`
+        would). For the event loop; on None, call `codecs` in a worker thread."""
+        built = self._latest_codecs.get(feed.topic)
+        if built is None or built.feed is not feed:
+            return None
+        registry = self._registry
+        if registry.current_if_cached(subject=built.value_subject) is not built.value:
+            return None
+        if built.key is not None and (
+            registry.current_if_cached(subject=built.key_subject) is not built.key
+        ):
+            return None
+        return built.codecs
+
+    def _key_codec(self, feed: Feed) -> tuple[_KeyCodec, RegisteredSchema | None]:
+        subject = Subject(key_subject(TopicName(feed.topic)))
         if not feed.key_fields:
-            return _KeyCodec(feed, None, SchemaId(0))
-        latest = self._registry.current(subject=Subject(key_subject(TopicName(feed.topic))))
+            return _KeyCodec(feed, None, SchemaId(0), subject), None
+        latest = self._registry.current(subject=subject)
         schema = self._registry.schema(schema_id=latest.schema_id)
-        return _KeyCodec(feed, compiled(schema), latest.schema_id)
+        return _KeyCodec(feed, compiled(schema), latest.schema_id, subject), latest
 
     def _publish_atomically(
         self, topic: TopicName, prepared: Sequence[_Prepared | HubError]
@@ -328,6 +380,19 @@ class Publisher:
                 deliveries, cast("Sequence[_Prepared]", prepared), strict=True
             )
         ]
+
+
+@dataclass(frozen=True, slots=True)
+class SentBatch:
+    """A prepared batch handed to the producer; `outcome()` awaits Kafka's reports."""
+
+    codecs: Codecs
+    batch: "PreparedBatch"
+    sending: Sending | None  # None: nothing of the batch goes to Kafka
+
+    async def outcome(self) -> PublishOutcome:
+        reports = await self.sending.reports() if self.sending is not None else []
+        return self.codecs.outcome(self.batch.results(reports))
 
 
 class PreparedBatch:

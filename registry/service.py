@@ -329,6 +329,11 @@ class RegistryService:
             self._latest.put(subject, latest)
         return latest
 
+    def current_if_cached(self, *, subject: Subject) -> RegisteredSchema | None:
+        """`current(subject=...)` when it is answered from memory, else None: for callers on an
+        event loop, which must not wait on the database."""
+        return self._latest.get(subject)
+
     def _schema_by_id(self, schema_id: SchemaId) -> AvroSchema:
         return self._by_id.get_or_load(schema_id, lambda: self._load_schema(schema_id))
 

@@ -216,6 +216,8 @@ def test_only_the_owning_team_or_an_admin_may_publish(
     [
         ("/v1/feeds/no.such_feed/records", '{"records": [{"value": {}}]}', "application/json", 404, 40420),  # noqa: E501
         ("/v1/feeds/{topic}/records", '{"records": []}', "application/json", 400, 40001),
+        ("/v1/feeds/{topic}/records?on_error=bogus", '{"records": [{"value": {}}]}',
+         "application/json", 400, 40001),
         ("/v1/feeds/{topic}/records", '{"rows": []}', "application/json", 400, 40001),
         ("/v1/feeds/{topic}/records", "not json at all", "application/json", 400, 40001),
         ("/v1/feeds/{topic}/records", '{"records": [{"value": {}}]}', "text/csv", 415, 41501),

@@ -380,3 +380,85 @@ def test_records_kafka_did_not_take_are_answered_with_the_retriable_code(
     assert offset["partition"] is None and offset["offset"] is None
     assert offset["error_code"] == 2
     assert "Kafka did not acknowledge" in offset["error"]
+
+
+# -- v3: records streamed in one request, delivery reports streamed back --------------------
+
+
+def _v3_url(api_url: str, topic: str) -> str:
+    return f"{api_url}/v3/clusters/hub-cluster/topics/{topic}/records"
+
+
+def _v3_record(n: int, **value: Any) -> dict[str, Any]:
+    """A v3 ProduceRequest: the value in natural JSON, as the feed route takes it."""
+    trip = {"vehicle": f"v{n}", "kind": "CAR", "started_at": STARTED_AT + n,
+            "fare": f"{12 + n}.50", "driver": None, **value}  # fmt: skip
+    return {"key": {"type": "JSON", "data": "trip"}, "value": {"type": "JSON", "data": trip}}
+
+
+def test_a_v3_stream_is_answered_per_record_in_order_and_a_bad_record_is_dead_lettered(
+    api_url: str, kafka_bootstrap: str, key: str, topic: str
+) -> None:
+    records = [_v3_record(n) for n in range(5)]
+    records[2] = _v3_record(2, kind="BUS")  # refused by the schema, mid-stream
+    text = "".join(json.dumps(r) + ("\n" if n % 2 else "") for n, r in enumerate(records))
+    # Chunks cut across records, then text that is not JSON: it ends the stream.
+    chunks = [text[:30], text[30:170], text[170:], '{"value": {"data": nope}}']
+
+    response = httpx.post(
+        _v3_url(api_url, topic),
+        content=(chunk.encode() for chunk in chunks),  # chunked transfer encoding
+        headers={**bearer(key), "Content-Type": "application/json"},
+        timeout=60,
+    )
+
+    assert response.status_code == 200, response.text
+    reports = [json.loads(line) for line in response.text.splitlines()]
+    assert [r["error_code"] for r in reports] == [200, 200, 42220, 200, 200, 40001]
+    assert "valid symbols: CAR, VAN" in reports[2]["message"]
+    assert f"'{topic}.dlq'" in reports[2]["message"]
+    assert "Malformed JSON stream" in reports[5]["message"]
+    published = [reports[n] for n in (0, 1, 3, 4)]
+    assert {(r["cluster_id"], r["topic_name"]) for r in published} == {("hub-cluster", topic)}
+    assert len({r["partition_id"] for r in published}) == 1  # one key: one partition
+    offsets = [r["offset"] for r in published]
+    assert offsets == sorted(offsets)
+    assert published[0]["value"]["subject"] == f"{topic}-value"
+    assert published[0]["value"]["schema_version"] == 1
+    assert published[0]["timestamp"].endswith("Z")
+
+    stored = read_all(kafka_bootstrap, topic, expected=4)
+    stored.sort(key=lambda m: m.offset())
+    assert [m.offset() for m in stored] == offsets
+    assert [unframe(m.value())[1][1:3] for m in stored] == [b"v0", b"v1", b"v3", b"v4"]
+    (letter,) = read_all(kafka_bootstrap, f"{topic}.dlq", expected=1)
+    assert json.loads(letter.value())["value"]["kind"] == "BUS"
+    assert dict(letter.headers())["hub.error.code"] == b"42220"
+
+
+def test_v3_produce_needs_the_owning_teams_key_and_a_feed(
+    api_url: str, key: str, team_key: Callable[[str], str], topic: str
+) -> None:
+    body = json.dumps(_v3_record(0))
+    json_type = {"Content-Type": "application/json"}
+
+    anonymous = httpx.post(_v3_url(api_url, topic), content=body, headers=json_type)
+    assert anonymous.status_code == 401
+    assert anonymous.json()["error_code"] == 40101
+
+    other = httpx.post(
+        _v3_url(api_url, topic), content=body, headers={**bearer(team_key("other")), **json_type}
+    )
+    assert other.status_code == 403
+    assert other.json()["error_code"] == 40301
+
+    missing = httpx.post(
+        _v3_url(api_url, "fleet.no_such_feed"), content=body, headers={**bearer(key), **json_type}
+    )
+    assert missing.status_code == 404
+    assert missing.json()["error_code"] == 40403
+    assert "fleet.no_such_feed" in missing.json()["message"]
+
+    one = httpx.post(_v3_url(api_url, topic), content=body, headers={**bearer(key), **json_type})
+    assert one.status_code == 200
+    assert one.json()["error_code"] == 200  # one record, one report

@@ -1,9 +1,10 @@
 """A stand-in for `hub_kafka.producer.FeedProducer` (and `TransactionalProducers`) in unit tests.
 
-It implements the methods `Publisher` calls and answers in their shapes: `produce_encoded` and
-`produce_encoded_async` report `(partition, offset)` for a stored record and a `Delivery` for one
-that was not; `produce_many` and `produce_atomically` answer a `Delivery` per record. Records are
-kept per topic, on partition 0, at the next offset. Integration tests use a real broker instead.
+It implements the methods `Publisher` calls and answers in their shapes: `produce_encoded`,
+`produce_encoded_async` and `send_encoded_async` report `(partition, offset)` for a stored record
+and a `Delivery` for one that was not; `produce_many` and `produce_atomically` answer a
+`Delivery` per record. Records are kept per topic, on partition 0, at the next offset.
+Integration tests use a real broker instead.
 """
 
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,16 @@ class Sent(NamedTuple):
     headers: list[tuple[str, bytes]]
     timestamp_ms: int | None
     offset: int
+
+
+class _Stored:
+    """What `send_encoded_async` answers: reports already known, as `Sending` gives them."""
+
+    def __init__(self, reports: list[Report]) -> None:
+        self._reports = reports
+
+    async def reports(self) -> list[Report]:
+        return self._reports
 
 
 class FakeProducer:
@@ -45,6 +56,9 @@ class FakeProducer:
 
     async def produce_encoded_async(self, items: Sequence[EncodedRecord]) -> list[Report]:
         return self.produce_encoded(items)
+
+    async def send_encoded_async(self, items: Sequence[EncodedRecord]) -> "_Stored":
+        return _Stored(self.produce_encoded(items))
 
     def produce_many(self, items: Sequence[tuple[str, OutgoingRecord]]) -> list[Delivery]:
         self.calls += 1
