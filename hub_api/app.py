@@ -98,6 +98,7 @@ def create_app(
     # Outside the size limit: slots, rate limits and key checks come before the body is read.
     app.add_middleware(RequestGate, settings=api)
     app.add_middleware(RequestMetrics, metrics=metrics)
+    app.add_middleware(health_routes.Liveness)  # outermost: answers before anything else runs
     install_error_handlers(app)
     app.include_router(health_routes.router)
     app.include_router(registry_routes.router)
