@@ -27,6 +27,7 @@ from hub_api.limits import BodySizeLimit
 from hub_api.metrics import HubMetrics, RequestMetrics
 from hub_api.openapi import install_openapi
 from hub_api.publish_models import RecordsIn
+from hub_api.registry_fast import CachedRegistryReads
 from hub_api.rest_proxy_models import ProduceRequestIn
 from hub_api.settings import ApiSettings
 from hub_kafka.settings import KafkaSettings
@@ -94,6 +95,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.metrics = metrics = HubMetrics()
+    # Innermost: after the gate, the size limit and the metrics, before routing.
+    app.add_middleware(CachedRegistryReads)
     app.add_middleware(BodySizeLimit, max_bytes=api.max_body_bytes)
     # Outside the size limit: slots, rate limits and key checks come before the body is read.
     app.add_middleware(RequestGate, settings=api)
