@@ -1,5 +1,6 @@
 """Registry operations: the rules of the Confluent Schema Registry over the SQL store."""
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Sequence
@@ -332,12 +333,21 @@ class RegistryService:
                 include_deleted=include_deleted,
             )
             if found is not None:
+                found = self._sharing_text(found)
                 self._found.put(key, generation, found)
         if found is not None:
             return found
         if not self._store.subject_exists(subject=subject, include_deleted=include_deleted):
             raise SubjectNotFound(subject)
         raise SchemaNotFound.under(subject)
+
+    def _sharing_text(self, found: RegisteredSchema) -> RegisteredSchema:
+        """`found` holding the very string the by-id cache holds for its schema, if it has it:
+        each cache would otherwise keep its own copy of every schema's text."""
+        stored = self._stored.get(found.schema_id)
+        if stored is None or stored.schema is found.schema or stored.schema != found.schema:
+            return found
+        return dataclasses.replace(found, schema=stored.schema)
 
     def cached_lookup(self, *, subject: Subject, schema_text: str) -> RegisteredSchema | None:
         """What `lookup` (no references, not normalized, live versions) answered before, if
