@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol
 
 import httpx
 
-from bench.servers import CpuMeter, CpuUse
+from bench.servers import CpuMeter, CpuUse, PeakRss
 
 Generator = Literal["raw", "httpx"]
 MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
@@ -174,6 +174,7 @@ class RunResult:
     seconds: float
     latencies: list[float]
     cpu: CpuUse
+    peak_rss: PeakRss
     first_error: str | None = None
 
     @property
@@ -250,6 +251,7 @@ async def run(
         seconds=seconds,
         latencies=latencies,
         cpu=meter.read() - before,
+        peak_rss=meter.peak_rss(),
         first_error=first_error,
     )
 
@@ -269,6 +271,7 @@ class Summary:
     host_busy: float
     requests: int
     errors: int
+    peak_rss: PeakRss  # as read after the last run: peaks only grow
 
     @classmethod
     def of(cls, runs: Sequence[RunResult]) -> "Summary":
@@ -284,4 +287,5 @@ class Summary:
             host_busy=statistics.median(r.host_busy for r in runs),
             requests=sum(r.requests for r in runs),
             errors=sum(r.errors for r in runs),
+            peak_rss=runs[-1].peak_rss,
         )

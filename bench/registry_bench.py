@@ -1,12 +1,19 @@
 """The registry benchmark: a real `hub api serve` process on SQLite and on PostgreSQL.
 
-Per database and number of concurrent clients, each scenario runs `repeats` times, interleaved
-so that the ceiling and the lookups see the same machine conditions, and the medians are kept:
+Per database, registry size and number of concurrent clients, each scenario runs `repeats`
+times, interleaved so that the ceiling and the lookups see the same machine conditions, and the
+medians are kept:
 
-  (a) GET /healthz                  the ceiling: the same server stack doing no registry work
+  (0) GET /livez                    the ceiling: the same server process answering a fixed body
+                                    from an ASGI middleware in front of the framework
+  (a) GET /healthz                  a FastAPI route doing no registry work
   (b) GET /schemas/ids/{id}         over every registered id
   (c) POST /subjects/{subject}      lookups of registered schemas
-  (d) POST /subjects/{s}/versions   new compatible versions, checked against the subject
+  (d) POST /subjects/{s}/versions   new compatible versions, checked against the subject (small
+                                    registry only)
+
+The small registry is 50 subjects x 3 versions registered over HTTP; the large one (10,000 x 5
+by default) is written into the database before the server starts (bench/registry_seed.py).
 """
 
 import argparse
@@ -34,6 +41,7 @@ from bench.dataset import (
     schema_body,
 )
 from bench.load import Call, Connection, Generator, RandomCalls, Reply, RunResult, Summary
+from bench.registry_seed import seed_registry
 from bench.servers import (
     REPO,
     ApiProcess,
@@ -44,11 +52,14 @@ from bench.servers import (
     sqlite_database,
 )
 
-TARGET = 0.7  # lookups must reach this fraction of the ceiling's requests per second
+TARGET = 0.5  # lookups must reach this fraction of the bare ceiling's requests per second
+LARGE_TOLERANCE = 0.10  # lookups in the large registry: within this fraction of the small's
+MEMORY_TARGET_MB = 300.0  # peak resident memory of each API worker, large registry
 LOOKUP_SUBJECTS = 50
 LOOKUP_VERSIONS = 3
 _MAX_REQUESTS_PER_RUN = 1_000_000  # a backstop; the duration ends read runs first
 _REGISTRATION_TIME_CAP_S = 120.0
+_WARM_TIME_CAP_S = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +69,14 @@ class Scenario:
     lookup: bool  # held to the target
 
 
-HEALTHZ = Scenario("a", "(a) GET /healthz  [ceiling]", lookup=False)
+BARE = Scenario("0", "(0) GET /livez  [bare ASGI]", lookup=False)
+HEALTHZ = Scenario("a", "(a) GET /healthz  [FastAPI]", lookup=False)
 BY_ID = Scenario("b", "(b) GET /schemas/ids/{id}", lookup=True)
 LOOKUP = Scenario("c", "(c) POST /subjects/{s} lookup", lookup=True)
 REGISTER = Scenario("d", "(d) POST .../versions register", lookup=False)
-SCENARIOS = (HEALTHZ, BY_ID, LOOKUP, REGISTER)
+SCENARIOS = (BARE, HEALTHZ, BY_ID, LOOKUP, REGISTER)
+SMALL = "small"
+LARGE = "large"
 
 DATABASES: dict[str, Callable[[], AbstractContextManager[Database]]] = {
     "sqlite": sqlite_database,
@@ -81,6 +95,15 @@ class Options:
     registration_versions: int  # new versions per subject and run, after a seeded version 1
     generator: Generator
     profile: bool
+    registries: tuple[str, ...]
+    large_subjects: int
+    large_versions: int
+
+    def label(self, database: str, registry: str) -> str:
+        """The name of a database and registry size in the report."""
+        if registry == SMALL:
+            return database
+        return f"{database} {self.large_subjects // 1000}kx{self.large_versions}"
 
 
 @dataclass
@@ -106,6 +129,17 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
         "--databases", default="sqlite,postgresql", help="sqlite and/or postgresql."
     )
     parser.add_argument("--repeats", type=int, default=3, help="Runs per scenario (3).")
+    parser.add_argument(
+        "--registries",
+        default="small,large",
+        help="small (50 subjects x 3 versions) and/or large (--large-subjects x --large-versions).",
+    )
+    parser.add_argument(
+        "--large-subjects", type=int, help="Subjects of the large registry (10000; --quick 2000)."
+    )
+    parser.add_argument(
+        "--large-versions", type=int, default=5, help="Versions per subject, large registry (5)."
+    )
     parser.add_argument(
         "--quick", action="store_true", help="A smoke run: 1.5 s runs, 8 clients, fewer versions."
     )
@@ -138,6 +172,12 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
         parser.error("--duration: between 0.2 and 600 seconds")
     if not 1 <= args.repeats <= 20:
         parser.error("--repeats: between 1 and 20")
+    registries = tuple(r.strip() for r in args.registries.split(",") if r.strip())
+    if not registries or any(r not in (SMALL, LARGE) for r in registries):
+        parser.error(f"--registries: {SMALL} and/or {LARGE}, not {args.registries!r}")
+    large_subjects = args.large_subjects or (2_000 if args.quick else 10_000)
+    if not 1_000 <= large_subjects <= 100_000 or not 1 <= args.large_versions <= 20:
+        parser.error("--large-subjects: 1000 to 100000; --large-versions: 1 to 20")
     return Options(
         duration_s=duration,
         clients=clients,
@@ -148,6 +188,9 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
         registration_versions=3 if args.quick else 6,
         generator=args.generator,
         profile=args.profile,
+        registries=registries,
+        large_subjects=large_subjects,
+        large_versions=args.large_versions,
     )
 
 
@@ -160,10 +203,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = Results()
     try:
         for database in options.databases:
-            with DATABASES[database]() as db, api_server(db.url) as server:
-                print(f"\n[{database}] API server pid {server.pid} at {server.base_url}")
-                meter = CpuMeter(server.pid, db)
-                asyncio.run(_measure_database(database, server, meter, options, results))
+            for registry in options.registries:
+                with DATABASES[database]() as db:
+                    label = options.label(database, registry)
+                    large = None
+                    if registry == LARGE:
+                        seeding = time.monotonic()
+                        large = seed_registry(
+                            db.url,
+                            subjects=options.large_subjects,
+                            versions=options.large_versions,
+                        )
+                        print(
+                            f"\n[{label}] stored {len(large):,} subject versions in the database "
+                            f"in {time.monotonic() - seeding:.0f} s, before the server starts"
+                        )
+                    with api_server(db.url) as server:
+                        print(f"\n[{label}] API server pid {server.pid} at {server.base_url}")
+                        meter = CpuMeter(server.pid, db)
+                        asyncio.run(
+                            _measure_database(label, server, meter, options, results, large)
+                        )
     finally:
         if results.runs:  # what was measured, also when a later part failed
             print()
@@ -215,21 +275,40 @@ def _machine(options: Options) -> str:
 
 
 async def _measure_database(
-    database: str, server: ApiProcess, meter: CpuMeter, options: Options, results: Results
+    database: str,
+    server: ApiProcess,
+    meter: CpuMeter,
+    options: Options,
+    results: Results,
+    large: list[Registered] | None = None,
 ) -> None:
     async with _setup_client(server) as http:
-        registered = await register_lookup_set(http)
-        await verify_lookups(http, registered)
-    fields = len(record_schema(0, version=LOOKUP_VERSIONS)["fields"])
-    print(
-        f"[{database}] registered {LOOKUP_VERSIONS} versions of {LOOKUP_SUBJECTS} subjects "
-        f"(up to {fields} fields); every one answers lookups and GET by id correctly",
-    )
+        if large is None:
+            registered = await register_lookup_set(http)
+            await verify_lookups(http, registered)
+            fields = len(record_schema(0, version=LOOKUP_VERSIONS)["fields"])
+            print(
+                f"[{database}] registered {LOOKUP_VERSIONS} versions of {LOOKUP_SUBJECTS} "
+                f"subjects (up to {fields} fields); every one answers lookups and GET by id "
+                "correctly",
+            )
+        else:
+            registered = large
+            step = max(1, len(large) // 200)
+            await verify_lookups(http, large[::step])
+            print(f"[{database}] a sample of {len(large[::step])} answers lookups and GET by id")
     by_id = RandomCalls([Call("GET", f"/schemas/ids/{r.schema_id}") for r in registered])
     lookups = RandomCalls(
         [Call("POST", f"/subjects/{r.subject}", r.body) for r in registered], by_id.rng
     )
-    reads = {HEALTHZ: RandomCalls([Call("GET", "/healthz")]), BY_ID: by_id, LOOKUP: lookups}
+    reads = {
+        BARE: RandomCalls([Call("GET", "/livez")]),
+        HEALTHZ: RandomCalls([Call("GET", "/healthz")]),
+        BY_ID: by_id,
+        LOOKUP: lookups,
+    }
+    if large is not None:
+        await _every_call_once(server, meter, options, database, by_id, lookups)
     for clients in options.clients:
         async with load.connections(server.port, clients, options.generator) as pool:
             for workload in reads.values():  # warm connections, caches and code paths
@@ -252,9 +331,51 @@ async def _measure_database(
                     )
                     results.add(database, clients, scenario, run)
                     print(_progress(where, scenario, run))
+                if large is not None:
+                    continue  # registrations are measured on the small registry
                 run = await measure_registrations(pool, meter, options, run_name=f"{clients}c{rep}")
                 results.add(database, clients, REGISTER, run)
                 print(_progress(where, REGISTER, run))
+
+
+class _EachOnce:
+    """Every call of a list once, in order, then no more."""
+
+    def __init__(self, calls: Sequence[Call]) -> None:
+        self._calls = iter(calls)
+
+    async def next(self) -> Call | None:
+        return next(self._calls, None)
+
+    def done(self, call: Call, reply: Reply | None) -> None:
+        pass
+
+
+async def _every_call_once(
+    server: ApiProcess,
+    meter: CpuMeter,
+    options: Options,
+    database: str,
+    *workloads: RandomCalls,
+) -> None:
+    """Send every GET by id and every lookup of the large registry once, unmeasured: the
+    measured runs then see what a long-running server has cached, and the memory it holds."""
+    async with load.connections(server.port, 8, options.generator) as pool:
+        for workload in workloads:
+            run = await load.run(
+                pool,
+                _EachOnce(workload.calls),
+                duration_s=_WARM_TIME_CAP_S,
+                max_requests=len(workload.calls),
+                meter=meter,
+            )
+            print(
+                f"[{database}] every {workload.calls[0].method} once, unmeasured: "
+                f"{run.requests:,} requests in {run.seconds:.0f} s, {run.errors} errors; "
+                f"{run.peak_rss.describe()}"
+            )
+            if run.errors:
+                raise RuntimeError(f"warming the large registry: {run.first_error}")
 
 
 def _setup_client(server: ApiProcess) -> httpx.AsyncClient:
@@ -281,7 +402,7 @@ def _progress(where: str, scenario: Scenario, run: RunResult) -> str:
     return (
         f"{where} {scenario.label:<32}{run.rps:8.1f} req/s  p50 {run.percentile_ms(0.5):6.1f} ms"
         f"  p99 {run.percentile_ms(0.99):6.1f} ms  {run.server_us_per_request:6.0f} us/req  "
-        f"cores: {cores}{errors}"
+        f"cores: {cores}  {run.peak_rss.describe()}{errors}"
     )
 
 
@@ -409,49 +530,57 @@ async def measure_registrations(
 
 
 def report(results: Results, options: Options) -> Iterator[str]:
-    """The results table, each row next to the ceiling of the same database and clients."""
+    """The results table, each row next to the ceilings of the same database and clients."""
     yield (
         f"Medians of {options.repeats} runs; reads run {options.duration_s:g} s each, (d) "
         f"registers {options.registration_subjects} subjects x "
         f"{options.registration_versions} new versions (v2-v{options.registration_versions + 1})."
     )
     yield (
-        "vs (a): req/s divided by the ceiling's req/s in the same run; "
-        "CPU x (a): server CPU per request, divided by the ceiling's;\n"
+        "vs (0): req/s divided by the bare ceiling's req/s in the same run; vs (a): by "
+        "/healthz's; CPU x (0): server CPU per request, divided by the bare ceiling's;\n"
         "cores: CPU used during the runs by the API server, PostgreSQL, the load generator "
-        "and processes outside the benchmark."
+        "and processes outside the benchmark; peak RSS: of each process, after the row's runs."
     )
     header = (
-        f"{'database':<11}{'clients':>7}  {'scenario':<33}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
-        f"{'srv us/req':>11}{'CPU x (a)':>10}{'vs (a)':>8}  {'target':<8}"
-        "cores srv/db/gen/other"
+        f"{'database':<16}{'clients':>7}  {'scenario':<33}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'srv us/req':>11}{'CPU x (0)':>10}{'vs (0)':>8}{'vs (a)':>8}  {'target':<8}"
+        "cores srv/db/gen/other  peak RSS"
     )
     yield header
     yield "-" * len(header)
     ratios: dict[Scenario, list[float]] = {s: [] for s in SCENARIOS if s.lookup}
-    for database in options.databases:
+    labels = [
+        options.label(database, registry)
+        for database in options.databases
+        for registry in options.registries
+    ]
+    for label in labels:
         for clients in options.clients:
-            ceiling = results.summary(database, clients, HEALTHZ)
+            bare = results.summary(label, clients, BARE)
+            healthz = results.summary(label, clients, HEALTHZ)
             for scenario in SCENARIOS:
-                row = results.summary(database, clients, scenario)
-                if row is None or ceiling is None:
+                row = results.summary(label, clients, scenario)
+                if row is None or bare is None or healthz is None:
                     continue
-                ratio = row.rps / ceiling.rps if ceiling.rps else float("nan")
-                cost = row.server_us_per_request / ceiling.server_us_per_request
+                ratio = row.rps / bare.rps if bare.rps else float("nan")
+                to_healthz = row.rps / healthz.rps if healthz.rps else float("nan")
+                cost = row.server_us_per_request / bare.server_us_per_request
                 verdict = ""
                 if scenario.lookup:
                     verdict = "PASS" if ratio >= TARGET else "FAIL"
                     ratios[scenario].append(ratio)
                 errors = f"  {row.errors} errors" if row.errors else ""
                 yield (
-                    f"{database:<11}{clients:>7}  {scenario.label:<33}{row.rps:>9.1f}"
+                    f"{label:<16}{clients:>7}  {scenario.label:<33}{row.rps:>9.1f}"
                     f"{row.p50_ms:>9.1f}{row.p99_ms:>9.1f}{row.server_us_per_request:>11.0f}"
-                    f"{cost:>10.1f}{ratio:>8.2f}  {verdict:<8}{_cores(row)}{errors}"
+                    f"{cost:>10.1f}{ratio:>8.2f}{to_healthz:>8.2f}  {verdict:<8}{_cores(row)}  "
+                    f"{row.peak_rss.describe().removeprefix('peak RSS MB: ')}{errors}"
                 )
     yield ""
     passed = all(r >= TARGET for values in ratios.values() for r in values)
     yield (
-        f"Target: lookups (b) and (c) reach at least {TARGET} of the ceiling (a): "
+        f"Target: lookups (b) and (c) reach at least {TARGET} of the bare ceiling (0): "
         + ("PASS" if passed else "FAIL")
     )
     for scenario, values in ratios.items():
@@ -461,6 +590,8 @@ def report(results: Results, options: Options) -> Iterator[str]:
                 f"  {scenario.label.strip()}: {min(values):.2f} to {max(values):.2f} of the "
                 f"ceiling, {below} of {len(values)} rows below {TARGET}"
             )
+    if SMALL in options.registries and LARGE in options.registries:
+        yield from _large_against_small(results, options)
     rates = {
         database: [
             s.rps
@@ -472,6 +603,50 @@ def report(results: Results, options: Options) -> Iterator[str]:
     yield "Registrations per second (median over client counts): " + ", ".join(
         f"{database} {statistics.median(r):.1f}" for database, r in rates.items() if r
     )
+
+
+def _large_against_small(results: Results, options: Options) -> Iterator[str]:
+    """Lookups in the large registry against the small one's, and the large one's memory."""
+    yield (
+        f"Target: in the {options.large_subjects:,} x {options.large_versions} registry, lookups "
+        f"within {LARGE_TOLERANCE:.0%} of the small registry's (req/s, and as a fraction of the "
+        "bare ceiling, which discounts a busier machine in one of the two runs); API memory "
+        f"per worker at most {MEMORY_TARGET_MB:.0f} MB:"
+    )
+    for database in options.databases:
+        small, large = options.label(database, SMALL), options.label(database, LARGE)
+        for clients in options.clients:
+            for scenario in (BY_ID, LOOKUP):
+                s, s0 = (
+                    results.summary(small, clients, scenario),
+                    results.summary(small, clients, BARE),
+                )
+                b, b0 = (
+                    results.summary(large, clients, scenario),
+                    results.summary(large, clients, BARE),
+                )
+                if not (s and s0 and b and b0):
+                    continue
+                rps = b.rps / s.rps
+                share = (b.rps / b0.rps) / (s.rps / s0.rps)
+                verdict = "PASS" if max(rps, share) >= 1 - LARGE_TOLERANCE else "FAIL"
+                yield (
+                    f"  {database:<11} c={clients:<3} {scenario.label.strip():<32} large/small: "
+                    f"req/s {rps:.2f}, vs (0) {share:.2f}  {verdict}"
+                )
+        workers = [
+            mb
+            for clients in options.clients
+            if (row := results.summary(large, clients, LOOKUP)) is not None
+            for mb in row.peak_rss.api_workers
+        ]
+        if workers:
+            peak = max(workers)
+            verdict = "PASS" if peak <= MEMORY_TARGET_MB else "FAIL"
+            yield (
+                f"  {database:<11} peak RSS per API worker, large registry: {peak:.0f} MB  "
+                + verdict
+            )
 
 
 def _cores(row: Summary) -> str:

@@ -139,11 +139,45 @@ class CpuUse:
 
 
 @dataclass(frozen=True, slots=True)
+class PeakRss:
+    """Peak resident memory so far, in MB, of each process a benchmark started, and its own."""
+
+    api: dict[int, float]  # the server, then its worker processes (HUB_API_WORKERS > 1)
+    database: dict[int, float]  # PostgreSQL's server and backends; none for SQLite
+    generator: float  # the benchmark's own process: the load generator and the set-up
+
+    @property
+    def api_workers(self) -> list[float]:
+        """The processes that serve requests: the workers, or the server when it has none."""
+        values = list(self.api.values())
+        return values[1:] if len(values) > 1 else values
+
+    def describe(self) -> str:
+        api = list(self.api.values())
+        text = f"peak RSS MB: api {api[0]:.0f}" if api else "peak RSS MB: api gone"
+        if len(api) > 1:
+            text += " workers " + ",".join(f"{v:.0f}" for v in api[1:])
+        text += f" bench {self.generator:.0f}"
+        if self.database:
+            db = list(self.database.values())
+            text += f" postgres {db[0]:.0f} (+{len(db) - 1} backends, max {max(db[1:] or [0]):.0f})"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
 class CpuMeter:
     """Reads the CPU time of the API server, the database, this process and the machine."""
 
     server_pid: int
     database: Database
+
+    def peak_rss(self) -> PeakRss:
+        """Peak resident memory of the API processes, the database's and this process."""
+        return PeakRss(
+            api=process_tree_peak_rss_mb(self.server_pid),
+            database={pid: peak_rss_mb(pid) for pid in self.database.pids()},
+            generator=self_peak_rss_mb(),
+        )
 
     def read(self) -> CpuUse:
         busy, total = host_cpu_ticks()

@@ -28,6 +28,7 @@ from hub_api.metrics import HubMetrics, RequestMetrics
 from hub_api.openapi import install_openapi
 from hub_api.publish_lane import PublishLane
 from hub_api.publish_models import RecordsIn
+from hub_api.registry_fast import CachedRegistryReads
 from hub_api.rest_proxy_models import ProduceRecordV3In, ProduceRequestIn
 from hub_api.settings import ApiSettings
 from hub_kafka.settings import KafkaSettings
@@ -95,12 +96,15 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.metrics = metrics = HubMetrics()
-    # Innermost: publish requests pass the gate and the size limit first (ADR 0031).
+    # Innermost, after the gate, the size limit and the metrics, before routing: registry reads
+    # answered from memory (ADR 0032) and plain publish requests (ADR 0031).
+    app.add_middleware(CachedRegistryReads)
     app.add_middleware(PublishLane)
     app.add_middleware(BodySizeLimit, max_bytes=api.max_body_bytes)
     # Outside the size limit: slots, rate limits and key checks come before the body is read.
     app.add_middleware(RequestGate, settings=api)
     app.add_middleware(RequestMetrics, metrics=metrics)
+    app.add_middleware(health_routes.Liveness)  # outermost: answers before anything else runs
     install_error_handlers(app)
     app.include_router(health_routes.router)
     app.include_router(registry_routes.router)

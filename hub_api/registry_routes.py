@@ -20,7 +20,14 @@ from hub_api.registry_models import (
 )
 from registry.errors import InvalidSchema
 from registry.service import MAX_SUBJECT_LENGTH, parse_subject, parse_version
-from registry.types import SchemaId, SchemaType, Subject, Version
+from registry.types import (
+    RegisteredSchema,
+    SchemaId,
+    SchemaType,
+    StoredSchema,
+    Subject,
+    Version,
+)
 
 
 async def valid_subject_names(request: Request) -> None:
@@ -67,6 +74,16 @@ def _answer(model: BaseModel) -> RegistryJSONResponse:
     return RegistryJSONResponse(model.model_dump(by_alias=True, exclude_none=True))
 
 
+def schema_answer(stored: StoredSchema) -> RegistryJSONResponse:
+    """The answer to `GET /schemas/ids/{id}`."""
+    return _answer(SchemaPublic(schema_=stored.schema, references=references_of(stored.references)))
+
+
+def lookup_answer(found: RegisteredSchema) -> RegistryJSONResponse:
+    """The answer to a lookup, `POST /subjects/{subject}`."""
+    return _answer(SubjectVersionPublic.of(found))
+
+
 def _raw(text: str) -> Response:
     return Response(content=text, media_type=REGISTRY_MEDIA_TYPE)
 
@@ -98,7 +115,7 @@ def lookup_schema(
         normalize=normalize,
         include_deleted=deleted,
     )
-    return _answer(SubjectVersionPublic.of(found))
+    return lookup_answer(found)
 
 
 @router.delete("/subjects/{subject}", response_model=list[int])
@@ -220,16 +237,13 @@ def schema_types() -> list[str]:
 )
 def get_schema(schema_id: int, registry: Registry) -> RegistryJSONResponse:
     """The schema with this id (soft-deleted schemas still resolve)."""
-    schema = registry.schema(schema_id=SchemaId(schema_id))
-    return _answer(
-        SchemaPublic(schema_=schema.canonical, references=references_of(schema.references))
-    )
+    return schema_answer(registry.stored_schema(schema_id=SchemaId(schema_id)))
 
 
 @router.get("/schemas/ids/{schema_id}/schema", response_class=Response)
 def get_schema_text(schema_id: int, registry: Registry) -> Response:
     """Only the schema text."""
-    return _raw(registry.schema(schema_id=SchemaId(schema_id)).canonical)
+    return _raw(registry.stored_schema(schema_id=SchemaId(schema_id)).schema)
 
 
 @router.get("/schemas/ids/{schema_id}/subjects", response_model=list[str])

@@ -28,6 +28,15 @@ class SizedLruCache(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def get(self, key: K) -> V | None:
+        """The cached value of `key`, if any; never loads."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+            return entry[0]
+
     def get_or_load(self, key: K, load: Callable[[], V]) -> V:
         """The cached value of `key`, or `load()`'s, kept for next time if it fits."""
         with self._lock:

@@ -42,6 +42,7 @@ class PublishServices:
         if self.transactions is not None:
             self.transactions.close()
         self.producer.close()
+        self.registry.close()
         self.engine.dispose()
 
 
@@ -65,11 +66,12 @@ def publish_services(
     check_access(kafka)
     engine = create_database_engine(registry.database_url, pool_size=registry.pool_size)
     service = RegistryService(
-        SchemaStore(engine),
+        SchemaStore(engine, watch_changes=True),
         default_compatibility=registry.default_compatibility,
         cache_seconds=registry.cache_seconds,
         limits=registry.schema_limits(),
         parse_cache_bytes=registry.parse_cache_bytes,
+        read_cache_bytes=registry.read_cache_bytes,
     )
     producer = FeedProducer(kafka)
     transactions = (

@@ -1,5 +1,7 @@
 """Registry operations: the rules of the Confluent Schema Registry over the SQL store."""
 
+import dataclasses
+import hashlib
 import re
 from collections.abc import Sequence
 from typing import Literal
@@ -7,6 +9,7 @@ from typing import Literal
 from hub_core.sized_cache import SizedLruCache
 from hub_core.ttl import TtlCache
 from registry.avro import AvroSchema, parse
+from registry.changes import AsOf
 from registry.cleaning import validate_rules
 from registry.compatibility import CompatibilityReport, check
 from registry.config import ConfigStore
@@ -39,11 +42,14 @@ from registry.types import (
     RegistryMode,
     SchemaId,
     SchemaReference,
+    StoredSchema,
     Subject,
     Version,
 )
 
 _MAX_VERSION = 2**31 - 1
+_IdentityKey = tuple[bytes, tuple[SchemaReference, ...], bool]  # text digest, references, normal
+_Identity = tuple[str, tuple[SchemaReference, ...]]  # fingerprint, references
 # A Confluent client holds a schema id in an int32, so no id may exceed 2^31-1. Imported
 # (explicit) ids stop at 2^30-1: automatic ids continue after the largest id in the table, so
 # this keeps at least 2^30 automatic ids free whatever was imported (docs/registry.md).
@@ -138,25 +144,44 @@ class RegistryService:
         cache_seconds: float = 5.0,
         limits: SchemaLimits | None = None,
         parse_cache_bytes: int = 64 * 1024 * 1024,
+        read_cache_bytes: int = 96 * 1024 * 1024,
     ) -> None:
         self._store = store
+        self._changes = store.changes
         self._config = config or ConfigStore(store.sessions)
         self._default_compatibility = default_compatibility
         self._limits = limits or SchemaLimits()
         # A schema id always names the same schema, so parsed schemas are cached by id, and
-        # schema text by its own identity, each within `parse_cache_bytes` of schema text (a
-        # count of entries would let a few large schemas take any amount of memory). Whether an
-        # id is still in use, and which version of a subject is the latest, can change in any
-        # process sharing the database: those answers are trusted for `cache_seconds`.
+        # schema text by its own identity, each within `parse_cache_bytes` of estimated memory
+        # (a count of entries would let a few large schemas take any amount of it).
         self._by_id: SizedLruCache[SchemaId, AvroSchema] = SizedLruCache(
-            parse_cache_bytes, _text_size
+            parse_cache_bytes, _parsed_size
         )
         self._parsed: SizedLruCache[tuple[str, tuple[SchemaReference, ...], bool], AvroSchema] = (
-            SizedLruCache(parse_cache_bytes, _text_size)
+            SizedLruCache(parse_cache_bytes, _parsed_size)
         )
-        self._in_use: TtlCache[SchemaId, bool] = TtlCache(cache_seconds)
+        # Reads by id and lookups need only text and identities, far smaller than parsed
+        # schemas: a schema's text by id, and the identity of text as clients send it (keyed by
+        # its digest, not the text). Whether an id is in use and where a schema sits under a
+        # subject change with deletions in any process: those answers hold only while the
+        # database has not changed since they were read (`registry.changes`, ADR 0032).
+        self._stored: SizedLruCache[SchemaId, StoredSchema] = SizedLruCache(
+            read_cache_bytes, _stored_size
+        )
+        self._identities: SizedLruCache[_IdentityKey, _Identity] = SizedLruCache(
+            read_cache_bytes // 8, lambda _: _ENTRY_BYTES
+        )
+        self._in_use: AsOf[SchemaId, bool] = AsOf(read_cache_bytes // 8, lambda _: _ENTRY_BYTES)
+        self._found: AsOf[tuple[Subject, str, bool], RegisteredSchema] = AsOf(
+            read_cache_bytes, _registered_size
+        )
+        # The latest version, for publishing, is trusted for `cache_seconds`: a new version is
+        # used at once by the process that registered it, within that time by the others.
         self._latest: TtlCache[Subject, RegisteredSchema] = TtlCache(cache_seconds)
-        self._found: TtlCache[tuple[Subject, str, bool], RegisteredSchema] = TtlCache(cache_seconds)
+
+    def close(self) -> None:
+        """Stop watching the database for other processes' changes."""
+        self._store.close()
 
     # --- schemas -------------------------------------------------------------------------
 
@@ -228,7 +253,12 @@ class RegistryService:
             )
         check_text(schema_text, self._limits, references=len(references))  # before parsing
         schema = self.parse(schema_text, references=references, normalize=normalize)
-        existing = self._store.find(subject=subject, schema=schema, include_deleted=False)
+        existing = self._store.find(
+            subject=subject,
+            fingerprint=schema.fingerprint,
+            references=schema.references,
+            include_deleted=False,
+        )
         if existing is not None:
             if schema_id is not None and existing.schema_id != schema_id:
                 raise IdDoesNotMatch(
@@ -291,31 +321,87 @@ class RegistryService:
         include_deleted: bool = False,
     ) -> RegisteredSchema:
         """The version of `subject` holding this schema (40401 no subject, 40403 no such schema)."""
-        schema = self.parse(schema_text, references=references, normalize=normalize)
-        key = (subject, schema.fingerprint, include_deleted)
-        found = self._found.get(key)
+        fingerprint, refs = self._identity(schema_text, tuple(references), normalize)
+        key = (subject, fingerprint, include_deleted)
+        generation = self._changes.generation()  # before the read: see `AsOf.put`
+        found = self._found.get(key, generation)
         if found is None:
             found = self._store.find(
-                subject=subject, schema=schema, include_deleted=include_deleted
+                subject=subject,
+                fingerprint=fingerprint,
+                references=refs,
+                include_deleted=include_deleted,
             )
+            if found is not None:
+                found = self._sharing_text(found)
+                self._found.put(key, generation, found)
         if found is not None:
-            self._found.put(key, found)
             return found
         if not self._store.subject_exists(subject=subject, include_deleted=include_deleted):
             raise SubjectNotFound(subject)
         raise SchemaNotFound.under(subject)
 
+    def _sharing_text(self, found: RegisteredSchema) -> RegisteredSchema:
+        """`found` holding the very string the by-id cache holds for its schema, if it has it:
+        each cache would otherwise keep its own copy of every schema's text."""
+        stored = self._stored.get(found.schema_id)
+        if stored is None or stored.schema is found.schema or stored.schema != found.schema:
+            return found
+        return dataclasses.replace(found, schema=stored.schema)
+
+    def cached_lookup(self, *, subject: Subject, schema_text: str) -> RegisteredSchema | None:
+        """What `lookup` (no references, not normalized, live versions) answered before, if
+        the database has not changed since; None otherwise. Never reads the database."""
+        identity = self._identities.get((_digest(schema_text), (), False))
+        if identity is None:
+            return None
+        return self._found.get((subject, identity[0], False), self._changes.generation())
+
+    def _identity(
+        self, schema_text: str, references: tuple[SchemaReference, ...], normalize: bool
+    ) -> _Identity:
+        """The identity (fingerprint) of schema text and the references it was given with."""
+        key = (_digest(schema_text), references, normalize)
+        known = self._identities.get(key)
+        if known is None:
+            schema = self._parse_uncached(schema_text, references, normalize)
+            known = (schema.fingerprint, schema.references)
+            self._identities.get_or_load(key, lambda: known)
+        return known
+
     def schema(self, *, schema_id: SchemaId) -> AvroSchema:
         """The parsed schema with id `schema_id`, while a subject version (live or soft-deleted)
-        uses it: 40403 once it is deleted for good (in another process: within cache_seconds)."""
+        uses it: 40403 once it is deleted for good."""
         _check_id_range(schema_id)
-        in_use = self._in_use.get(schema_id)
+        self._check_in_use(schema_id)
+        return self._schema_by_id(schema_id)
+
+    def stored_schema(self, *, schema_id: SchemaId) -> StoredSchema:
+        """The text and references of schema `schema_id`, as `schema` finds it (40403 once no
+        subject version uses it), without parsing it."""
+        _check_id_range(schema_id)
+        self._check_in_use(schema_id)
+        return self._stored.get_or_load(schema_id, lambda: self._load_stored(schema_id))
+
+    def cached_stored_schema(self, *, schema_id: SchemaId) -> StoredSchema | None:
+        """What `stored_schema` answered before, if the database has not changed since; None
+        otherwise. Never reads the database."""
+        if self._in_use.get(schema_id, self._changes.generation()):
+            return self._stored.get(schema_id)
+        return None
+
+    def _check_in_use(self, schema_id: SchemaId) -> None:
+        generation = self._changes.generation()
+        in_use = self._in_use.get(schema_id, generation)
         if in_use is None:
             in_use = self._store.is_used(schema_id=schema_id)
-            self._in_use.put(schema_id, in_use)
+            self._in_use.put(schema_id, generation, in_use)
         if not in_use:
             raise SchemaNotFound(schema_id)
-        return self._schema_by_id(schema_id)
+
+    def _load_stored(self, schema_id: SchemaId) -> StoredSchema:
+        row, references = self._store.get(schema_id=schema_id)
+        return StoredSchema(schema_id=schema_id, schema=row.schema_text, references=references)
 
     def current(self, *, subject: Subject) -> RegisteredSchema:
         """The latest live version of `subject` as of at most `cache_seconds` ago.
@@ -469,10 +555,9 @@ class RegistryService:
         return target.version
 
     def _forget(self, subject: Subject) -> None:
-        """Drop what this process remembers that a deletion under `subject` changed."""
+        """Drop the latest version of `subject` this process publishes with (what else a
+        deletion changes, the store's change signal outdates)."""
         self._latest.pop(subject)
-        self._in_use.clear()
-        self._found.clear()
 
     def _not_referenced(self, item: RegisteredSchema) -> None:
         users = self._store.referenced_by(subject=item.subject, version=item.version)
@@ -586,9 +671,29 @@ class RegistryService:
         return previous
 
 
-def _text_size(schema: AvroSchema) -> int:
-    """What a parsed schema counts for in a cache: the length of its text."""
-    return len(schema.canonical)
+# What a parsed schema takes in memory, per character of its text (its JSON tree, the resolved
+# tree and fastavro's parsed form: about 14 for the benchmark's 15-field records).
+_PARSED_BYTES_PER_CHARACTER = 16
+# What a small cache entry takes besides its text: key, tuple, object headers.
+_ENTRY_BYTES = 256
+
+
+def _digest(schema_text: str) -> bytes:
+    # Lone surrogates are valid in JSON strings: they must not fail the encoding.
+    return hashlib.sha256(schema_text.encode("utf-8", "surrogatepass")).digest()
+
+
+def _parsed_size(schema: AvroSchema) -> int:
+    """What a parsed schema counts for in a cache: an estimate of its memory."""
+    return len(schema.canonical) * _PARSED_BYTES_PER_CHARACTER
+
+
+def _stored_size(stored: StoredSchema) -> int:
+    return len(stored.schema) + _ENTRY_BYTES
+
+
+def _registered_size(found: RegisteredSchema) -> int:
+    return len(found.schema) + len(found.subject) + _ENTRY_BYTES
 
 
 # A check against one chosen version uses the level's direction, not its transitivity.

@@ -27,8 +27,8 @@ class RegistrySettings(BaseSettings):
         default=5.0,
         ge=0,
         description=(
-            "How long a process trusts what other processes may change: whether a schema id is "
-            "still in use, and a subject's latest version for publishing."
+            "How long a process trusts what another process may change where seeing it late is "
+            "harmless: a subject's latest version for publishing, and feeds."
         ),
     )
     default_compatibility: CompatibilityMode = Field(
@@ -66,9 +66,18 @@ class RegistrySettings(BaseSettings):
         default=64 * 1024 * 1024,
         ge=0,
         description=(
-            "Memory for parsed schemas, as the total size of their texts, per cache (schemas by "
-            "id, and schema texts being registered or looked up); the least recently used are "
-            "dropped first."
+            "Memory for parsed schemas (registering, compatibility checks, publishing), per "
+            "cache and process, estimated at 16 bytes per character of schema text; the least "
+            "recently used are dropped first."
+        ),
+    )
+    read_cache_bytes: int = Field(
+        default=96 * 1024 * 1024,
+        ge=0,
+        description=(
+            "Memory for answers to `GET /schemas/ids/{id}` and lookups, per process, as the size "
+            "of the schema texts they hold. Answers that deletions change are used only while "
+            "no process has written to the registry's database since they were read."
         ),
     )
 

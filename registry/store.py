@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from hub_core.database import transaction
 from hub_core.errors import StoreUnavailable
 from registry.avro import AvroSchema
+from registry.changes import ChangeSignal, NoSignal, change_signal
 from registry.errors import SchemaNotFound, SubjectNotFound, VersionNotFound
 from registry.tables import SchemaReferenceRow, SchemaRow, SubjectVersionRow
 from registry.types import (
@@ -39,9 +40,16 @@ _REGISTER_ATTEMPTS = 8
 class SchemaStore:
     """Schemas and subject versions in a SQL database. Business rules live in the service."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, watch_changes: bool = False) -> None:
+        """`watch_changes`: notice other processes' writes (`registry.changes`), so that the
+        service may cache answers that writes change; without it, it caches none of them."""
         self._engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self.changes: ChangeSignal = change_signal(engine) if watch_changes else NoSignal()
+
+    def close(self) -> None:
+        """Stop watching for changes (the engine is its owner's to dispose of)."""
+        self.changes.close()
 
     @property
     def sessions(self) -> sessionmaker[Session]:
@@ -62,7 +70,10 @@ class SchemaStore:
         for _ in range(_REGISTER_ATTEMPTS):
             try:
                 with transaction(self._sessions) as session:
-                    return self._register_once(session, subject, schema, schema_id, version)
+                    registered = self._register_once(session, subject, schema, schema_id, version)
+                    self.changes.written(session.connection())
+                self.changes.changed_here()
+                return registered
             except IntegrityError:
                 continue  # another process won a race on a unique key; look again
         raise StoreUnavailable(
@@ -172,9 +183,15 @@ class SchemaStore:
             return session.execute(query.limit(1)).first() is not None
 
     def find(
-        self, *, subject: Subject, schema: AvroSchema, include_deleted: bool
+        self,
+        *,
+        subject: Subject,
+        fingerprint: str,
+        references: tuple[SchemaReference, ...],
+        include_deleted: bool,
     ) -> RegisteredSchema | None:
-        """The version of `subject` holding `schema` (by its identity, see `registry.avro`)."""
+        """The version of `subject` holding the schema of this identity (`fingerprint`, see
+        `registry.avro`; `references` are the schema's, part of the identity)."""
         query = (
             select(
                 SubjectVersionRow.version,
@@ -185,7 +202,7 @@ class SchemaStore:
             .join(SchemaRow, SchemaRow.id == SubjectVersionRow.schema_id)
             .where(
                 SubjectVersionRow.subject == subject,
-                SchemaRow.fingerprint == schema.fingerprint,
+                SchemaRow.fingerprint == fingerprint,
             )
             .order_by(SubjectVersionRow.deleted, SubjectVersionRow.version.desc())
             .limit(1)
@@ -203,7 +220,7 @@ class SchemaStore:
             version=Version(version),
             schema_id=SchemaId(schema_id),
             schema=text,
-            references=schema.references,
+            references=references,
             deleted=deleted,
         )
 
@@ -295,6 +312,8 @@ class SchemaStore:
                 )
                 .values(deleted=True)
             )
+            self.changes.written(session.connection())
+        self.changes.changed_here()
 
     def purge(self, *, subject: Subject, versions: Sequence[Version]) -> None:
         """Permanently remove these versions of `subject`; the schemas keep their ids."""
@@ -304,6 +323,8 @@ class SchemaStore:
                     SubjectVersionRow.subject == subject, SubjectVersionRow.version.in_(versions)
                 )
             )
+            self.changes.written(session.connection())
+        self.changes.changed_here()
 
     def is_empty(self, *, subject: Subject | None = None) -> bool:
         """Whether no version (of `subject`, or at all) is stored, deleted or not."""

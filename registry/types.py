@@ -67,3 +67,12 @@ class RegisteredSchema:
     schema_type: SchemaType = SchemaType.AVRO
     references: tuple[SchemaReference, ...] = ()
     deleted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSchema:
+    """A schema as stored under its id: its text and the references it was registered with."""
+
+    schema_id: SchemaId
+    schema: str
+    references: tuple[SchemaReference, ...] = ()

@@ -14,6 +14,9 @@ pytestmark = pytest.mark.integration
 
 def test_liveness_and_readiness_of_a_healthy_api(api_url: str) -> None:
     assert httpx.get(f"{api_url}/healthz").json() == {"status": "ok"}
+    live = httpx.get(f"{api_url}/livez")
+    assert (live.status_code, live.json()) == (200, {"status": "ok"})
+    assert httpx.post(f"{api_url}/livez").status_code == 404  # only probes' GET is answered
     ready = httpx.get(f"{api_url}/readyz")
     assert ready.status_code == 200
     assert ready.json() == {"status": "ready", "checks": {"database": "ok", "kafka": "ok"}}

@@ -175,3 +175,54 @@ def test_upgrading_keeps_finding_schemas_registered_before_identity_ignored_spel
     again = service.register(subject=Subject("legacy.old-value"), schema_text=respelled)
     engine.dispose()
     assert (again.schema_id, again.version) == (schema_id, 1)
+
+
+def test_a_worker_caching_reads_sees_another_workers_deletions(database_url: str) -> None:
+    """Two processes' services, both caching: a lookup and an id cached by one stop answering
+    once the other deletes them (PostgreSQL: as soon as the notification arrives)."""
+    from registry.changes import wait_listening
+    from tests.support.waiting import wait_until
+
+    migrate.upgrade(database_url)
+    engines = [create_database_engine(database_url) for _ in range(2)]
+    here, there = (RegistryService(SchemaStore(e, watch_changes=True)) for e in engines)
+    try:
+        for service in (here, there):
+            assert wait_listening(service._store.changes)
+        subject = Subject("cache.carts-value")
+        text = _schema("Cart", "id")
+        schema_id = there.register(subject=subject, schema_text=text).schema_id
+
+        def cached_here() -> bool:
+            # The registration's own notification may arrive after a first read: read again.
+            here.lookup(subject=subject, schema_text=text)
+            here.stored_schema(schema_id=schema_id)
+            return here.cached_lookup(subject=subject, schema_text=text) is not None
+
+        wait_until(cached_here, timeout_s=10, what="the lookup to be cached", interval_s=0.05)
+
+        there.delete_subject(subject=subject)  # soft: the id still resolves
+
+        wait_until(
+            lambda: here.cached_lookup(subject=subject, schema_text=text) is None,
+            timeout_s=10,
+            what="the soft delete to reach the other worker",
+        )
+        with pytest.raises(SubjectNotFound):
+            here.lookup(subject=subject, schema_text=text)
+        assert here.stored_schema(schema_id=schema_id).schema_id == schema_id
+
+        there.delete_subject(subject=subject, permanent=True)
+
+        wait_until(
+            lambda: here.cached_stored_schema(schema_id=schema_id) is None,
+            timeout_s=10,
+            what="the permanent delete to reach the other worker",
+        )
+        with pytest.raises(SchemaNotFound):
+            here.stored_schema(schema_id=schema_id)
+    finally:
+        for service in (here, there):
+            service.close()
+        for engine in engines:
+            engine.dispose()

@@ -25,7 +25,10 @@ READS: dict[str, Callable[[SchemaStore], object]] = {
     "is_used": lambda store: store.is_used(schema_id=SchemaId(1)),
     "subject_exists": lambda store: store.subject_exists(subject=Subject("sales.a-value")),
     "find": lambda store: store.find(
-        subject=Subject("sales.a-value"), schema=parse('"string"'), include_deleted=False
+        subject=Subject("sales.a-value"),
+        fingerprint=parse('"string"').fingerprint,
+        references=(),
+        include_deleted=False,
     ),
     "versions": lambda store: store.versions(subject=Subject("sales.a-value")),
 }

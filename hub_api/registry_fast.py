@@ -1,0 +1,183 @@
+"""The two registry reads that serializers send most, answered from memory before routing.
+
+Every Confluent serializer asks `GET /schemas/ids/{id}` (to decode) and `POST /subjects/{s}`
+(to find the id of the schema it writes with) for each schema it meets. Through FastAPI such a
+request costs routing, dependency solving, body validation and a thread-pool hand-off: several
+times what the HTTP server itself spends on it. This middleware, inside the request gate, the
+body size limit and the metrics, answers those requests itself when the registry service
+already holds the answer at the database's current generation (`registry.changes`), with the
+same body the route would render. Anything else goes on to the route unchanged: a miss (the
+route reads the database and fills the cache), a query string, a body other than
+`{"schema": ..., "schemaType": "AVRO"}`, a caller the route would refuse.
+"""
+
+import json
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from hub_api.auth import PRINCIPAL_SCOPE_KEY
+from hub_api.limits import DEFAULT_MAX_DEPTH, json_depth_exceeds
+from hub_api.registry_routes import lookup_answer, schema_answer
+from hub_api.settings import ApiSettings, AuthMode
+from hub_core.errors import HubError
+from registry.service import MAX_SCHEMA_ID, RegistryService, parse_subject
+from registry.types import SchemaId, Subject
+
+_BY_ID = "/schemas/ids/"
+_SUBJECTS = "/subjects/"
+_BODY_KEYS = frozenset({"schema", "schemaType"})
+
+
+class CachedRegistryReads:
+    """ASGI middleware: cached answers to `GET /schemas/ids/{id}` and lookups."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+        self._routes: dict[str, Route] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path: str = scope["path"]
+            method: str = scope["method"]
+            if method == "GET" and path.startswith(_BY_ID):
+                if await self._by_id(scope, receive, send, path[len(_BY_ID) :]):
+                    return
+            elif method == "POST" and path.startswith(_SUBJECTS):
+                await self._lookup(scope, receive, send, path[len(_SUBJECTS) :])
+                return
+        await self._app(scope, receive, send)
+
+    async def _by_id(self, scope: Scope, receive: Receive, send: Send, tail: str) -> bool:
+        """Whether the answer came from the cache (else the caller passes the request on)."""
+        # Digits only, no leading zero: anything else is the route's to parse or refuse.
+        if not (tail.isascii() and tail.isdigit() and tail[0] != "0" and len(tail) <= 10):
+            return False
+        if scope["query_string"] and _names_subject_prefix(scope["query_string"]):
+            return False  # the router checks `subjectPrefix` on every registry path
+        registry = self._registry(scope)
+        if registry is None or not _may_read(scope):
+            return False
+        schema_id = int(tail)
+        if schema_id > MAX_SCHEMA_ID:
+            return False
+        stored = registry.cached_stored_schema(schema_id=SchemaId(schema_id))
+        if stored is None:
+            return False
+        self._label(scope, "/schemas/ids/{schema_id}")
+        await schema_answer(stored)(scope, receive, send)
+        return True
+
+    async def _lookup(self, scope: Scope, receive: Receive, send: Send, subject: str) -> None:
+        if "/" in subject or not subject or scope["query_string"] or not _json_body(scope):
+            await self._app(scope, receive, send)
+            return
+        registry = self._registry(scope)
+        if registry is None or not _may_read(scope):
+            await self._app(scope, receive, send)
+            return
+        # The body is read here, so that the route gets it again from memory when it answers.
+        raw, replay = await _read_body(receive)
+        schema_text = _plain_avro_schema(raw, _max_depth(scope))
+        found = None
+        if schema_text is not None:
+            try:
+                name = parse_subject(subject)
+            except HubError:
+                name = None  # the route's dependency answers 42208
+            if name is not None:
+                found = registry.cached_lookup(subject=Subject(name), schema_text=schema_text)
+        if found is None:
+            await self._app(scope, replay, send)
+            return
+        self._label(scope, "/subjects/{subject}")
+        await lookup_answer(found)(scope, replay, send)
+
+    def _registry(self, scope: Scope) -> RegistryService | None:
+        service: RegistryService | None = getattr(scope["app"].state, "registry", None)
+        return service
+
+    def _label(self, scope: Scope, path: str) -> None:
+        """Name the route in the scope, as routing would, for the request metrics."""
+        if not self._routes:
+            self._routes = {
+                route.path: route
+                for route in scope["app"].router.routes
+                if isinstance(route, Route)
+            }
+        route = self._routes.get(path)
+        if route is not None:
+            scope["route"] = route
+
+
+def _may_read(scope: Scope) -> bool:
+    """Whether `require_reader` lets the caller read (else the route answers 401)."""
+    settings: ApiSettings | None = getattr(scope["app"].state, "api_settings", None)
+    if settings is None:
+        return False
+    if settings.auth is AuthMode.DISABLED or settings.public_reads:
+        return True
+    return scope.get(PRINCIPAL_SCOPE_KEY) is not None
+
+
+def _max_depth(scope: Scope) -> int:
+    settings: ApiSettings | None = getattr(scope["app"].state, "api_settings", None)
+    return settings.max_json_depth if settings is not None else DEFAULT_MAX_DEPTH
+
+
+def _names_subject_prefix(query: bytes) -> bool:
+    return any(name == "subjectPrefix" for name, _ in parse_qsl(query.decode("latin-1")))
+
+
+def _json_body(scope: Scope) -> bool:
+    """Whether FastAPI would read the body as JSON: no content type, or a JSON one."""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            media = value.split(b";", 1)[0].strip().lower()
+            return media == b"application/json" or (
+                media.startswith(b"application/") and media.endswith(b"+json")
+            )
+    return True
+
+
+async def _read_body(receive: Receive) -> tuple[bytes, Receive]:
+    """The whole body, and a `receive` that gives it again, then what `receive` gives."""
+    chunks = []
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            break  # the client went away: the route sees the disconnect
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    raw = b"".join(chunks)
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+        return await receive()
+
+    return raw, replay
+
+
+def _plain_avro_schema(raw: bytes, max_depth: int) -> str | None:
+    """The schema text of `{"schema": "...", "schemaType": "AVRO"}` (type optional); None for
+    any other body, which the route then reads, checks and answers itself."""
+    if json_depth_exceeds(raw, max_depth):
+        return None
+    try:
+        body: Any = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(body, dict) or not body.keys() <= _BODY_KEYS:
+        return None
+    schema_type = body.get("schemaType", "AVRO")
+    if not isinstance(schema_type, str) or schema_type.upper() != "AVRO":
+        return None
+    text = body.get("schema")
+    return text if isinstance(text, str) else None
