@@ -64,7 +64,8 @@ class BatchPublisher:
 
     def close(self) -> None:
         """Stop the thread; batches still waiting are dropped (their positions were never
-        committed, so the next run reads them again)."""
+        committed, so the next run reads them again). Waits for the batch being emitted, so
+        that the publisher of a rebuilt source never emits beside this one."""
         with self._changed:
             self._closed = True
             self._waiting.clear()
