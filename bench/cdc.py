@@ -1,15 +1,18 @@
-"""Changes per second from PostgreSQL into Kafka: the hub's CDC connector against Debezium.
+"""PostgreSQL into Kafka: the hub's CDC connector against Debezium, streaming and snapshot.
 
-Both connectors stream the same workload from the same PostgreSQL server into the same broker,
-one after the other, several times; the report gives each one's median and their ratio.
+Both connectors read the same workload from the same PostgreSQL server into the same broker,
+one after the other (interleaved, so both see the same machine), after a warm-up run each that
+is not counted; the report gives each one's median, their ratio and each process's peak RSS.
 
     make bench-jars                       # once: Debezium + Kafka Connect jars into .hub/jars
-    .venv/bin/python bench/cdc.py         # 50,000 changes, 3 runs each (a few minutes)
-    .venv/bin/python bench/cdc.py --changes 20000 --runs 1 --only hub
+    .venv/bin/python bench/cdc.py         # 200,000 changes and a 1,000,000-row snapshot, 3 runs
+    .venv/bin/python bench/cdc.py --changes 50000 --runs 1 --parts streaming --only hub
 
-Debezium runs in Kafka Connect standalone mode (`ConnectStandalone`) with the JsonConverter
-(schemas enabled), because Confluent's Avro converter is not on Maven Central; the hub's
-connector writes Confluent-framed Avro after validating every record against its schema.
+Debezium runs in Kafka Connect standalone mode (`ConnectStandalone`), tuned for throughput as
+its documentation and Kafka Connect's advise (`DEBEZIUM_CONNECTOR`, `CONNECT_WORKER`), with the
+JsonConverter without embedded schemas, because Confluent's Avro converter is not on Maven
+Central. The hub's connector writes Confluent-framed Avro after validating every record against
+its registered schema, with its throughput settings (`HUB_SOURCE`).
 """
 
 import argparse
@@ -23,6 +26,8 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import psycopg
@@ -31,6 +36,7 @@ from confluent_kafka import Consumer, TopicPartition
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.servers import peak_rss_mb, process_tree_cpu_seconds  # noqa: E402
 from catalog.teams import TeamStore  # noqa: E402
 from catalog.types import TeamName  # noqa: E402
 from hub_core.database import create_database_engine  # noqa: E402
@@ -49,30 +55,70 @@ TABLE_SQL = (
     "CREATE TABLE orders (id bigint PRIMARY KEY, customer int NOT NULL, "
     "amount numeric(12,2) NOT NULL, status text NOT NULL, updated_at timestamptz NOT NULL)"
 )
+ROWS_SQL = (
+    "INSERT INTO orders SELECT g, g %% 1000, g * 1.25, 'new', now() "
+    "FROM generate_series(%s::bigint, %s::bigint) g"
+)
+
+# Debezium's PostgreSQL connector, tuned for throughput as its documentation advises: larger
+# batches and queue between the streaming thread and Kafka Connect, a short poll interval, and
+# a larger fetch size for snapshot reads (one table: more snapshot threads do not help).
+DEBEZIUM_CONNECTOR = {
+    "max.batch.size": "20480",
+    "max.queue.size": "81920",
+    "poll.interval.ms": "50",
+    "snapshot.fetch.size": "20480",
+    "snapshot.max.threads": "1",
+}
+# The Kafka Connect worker: its producer tuned as Kafka Connect's throughput advice says (larger
+# batches, a linger, lz4 as the hub uses), JSON without embedded schemas, offsets flushed every
+# 10 s (standalone mode writes them to a local file).
+CONNECT_WORKER = {
+    "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+    "key.converter.schemas.enable": "false",
+    "value.converter.schemas.enable": "false",
+    "offset.flush.interval.ms": "10000",
+    "producer.linger.ms": "10",
+    "producer.batch.size": "1048576",
+    "producer.compression.type": "lz4",
+}
+# The hub's connector, with its documented throughput settings (connector file and environment).
+HUB_SOURCE = {"max_batch_events": "20000", "snapshot_batch_rows": "10000"}
+HUB_ENVIRONMENT = {"HUB_KAFKA_LINGER_MS": "10"}  # the hub's producer always compresses with lz4
 
 
 def progress(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def workload(dsn: str, changes: int) -> None:
-    """Half inserts, half updates of the inserted rows, in transactions of PER_TRANSACTION."""
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def workload(dsn: str, changes: int, *, first_id: int = 1) -> None:
+    """Half inserts of new rows from `first_id` on, half updates of them, in transactions of
+    PER_TRANSACTION."""
     inserts = changes // 2
+    last = first_id + inserts - 1
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for start in range(1, inserts + 1, PER_TRANSACTION):
-            end = min(start + PER_TRANSACTION - 1, inserts)
-            conn.execute(
-                "INSERT INTO orders SELECT g, g %% 1000, g * 1.25, 'new', now() "
-                "FROM generate_series(%s::bigint, %s::bigint) g",
-                (start, end),
-            )
-        for start in range(1, changes - inserts + 1, PER_TRANSACTION):
-            end = min(start + PER_TRANSACTION - 1, changes - inserts)
+        for start in range(first_id, last + 1, PER_TRANSACTION):
+            conn.execute(ROWS_SQL, (start, min(start + PER_TRANSACTION - 1, last)))
+        updates_last = first_id + changes - inserts - 1
+        for start in range(first_id, updates_last + 1, PER_TRANSACTION):
             conn.execute(
                 "UPDATE orders SET status = 'paid', amount = amount + 1, updated_at = now() "
                 "WHERE id BETWEEN %s AND %s",
-                (start, end),
+                (start, min(start + PER_TRANSACTION - 1, updates_last)),
             )
+
+
+def fill(dsn: str, rows: int) -> None:
+    """`rows` rows in the table before a connector starts, for the snapshot."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for start in range(1, rows + 1, 100_000):
+            conn.execute(ROWS_SQL, (start, min(start + 99_999, rows)))
+        conn.execute("VACUUM ANALYZE orders")
 
 
 def end_offset(bootstrap: str, topic: str) -> int:
@@ -98,12 +144,17 @@ def wait(condition: Callable[[], bool], *, timeout_s: float, what: str) -> None:
         time.sleep(0.1)
 
 
-def slot_active(dsn: str, slot: str) -> bool:
+def _streams(dsn: str, slot: str) -> bool:
+    return bool(slot_state(dsn, slot))
+
+
+def slot_state(dsn: str, slot: str) -> bool | None:
+    """None while the slot does not exist, then whether a connection streams from it."""
     with psycopg.connect(dsn) as conn:
         row = conn.execute(
             "SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,)
         ).fetchone()
-    return bool(row and row[0])
+    return None if row is None else bool(row[0])
 
 
 class Stack:
@@ -150,39 +201,75 @@ class Stack:
         return url
 
 
-# Runs `hub connect run FILE` with the connector's thread under cProfile (`--profile`).
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One measured run of one connector."""
+
+    events: int
+    seconds: float
+    cpu_seconds: float  # of the connector's process (all its threads) during the run
+    peak_rss_mb: float  # of the connector's process, read just before it was stopped
+    load: str  # the load average when the run ended
+
+    @property
+    def rate(self) -> float:
+        return self.events / self.seconds
+
+    @property
+    def cpu_us(self) -> float:
+        """CPU time per event: steadier than the rate on a busy machine."""
+        return self.cpu_seconds / self.events * 1e6
+
+
+@dataclass(frozen=True, slots=True)
+class Connector:
+    """How to start one connector on one database: its command, environment and topic."""
+
+    command: list[str]
+    env: dict[str, str]
+    slot: str
+    topic: str
+
+
+# Runs `hub connect run FILE` with the connector's threads under cProfile (`--profile`): the
+# reading thread to FILE, the publishing thread to FILE.publish.
 _PROFILED = """
 import cProfile, sys, threading, time
-from connectors.postgres import source
+from connectors.postgres import publishing, source
 from hub_cli.main import run
-original = source.PostgresCdc.run
 target = sys.argv[2]
-def profiled(self, context):
-    profile = cProfile.Profile()
-    def dump():
-        while True:
-            time.sleep(2)
-            profile.dump_stats(target)
-    threading.Thread(target=dump, daemon=True).start()
-    profile.enable()
-    original(self, context)
-source.PostgresCdc.run = profiled
+def profiled(original, path):
+    def wrapper(*args):
+        profile = cProfile.Profile()
+        def dump():
+            while True:
+                time.sleep(2)
+                profile.dump_stats(path)
+        threading.Thread(target=dump, daemon=True).start()
+        profile.enable()
+        return original(*args)
+    return wrapper
+source.PostgresCdc.run = profiled(source.PostgresCdc.run, target)
+publishing.BatchPublisher._run = profiled(publishing.BatchPublisher._run, target + ".publish")
 sys.argv = ["hub", "connect", "run", sys.argv[1]]
 run()
 """
 
 
-def run_hub(stack: Stack, run: int, changes: int, profile: Path | None = None) -> float:
-    name = f"hub{run}"
-    dsn = stack.database(f"bench_{name}")
+def hub_connector(
+    stack: Stack, name: str, dsn: str, *, snapshot: bool, profile: Path | None
+) -> Connector:
     config = stack.root / f"{name}.yaml"
+    tuned = "".join(f"  {key}: {value}\n" for key, value in HUB_SOURCE.items())
     config.write_text(
         f"name: {name}\ntype: postgres-cdc\nowner: bench\ntopic_prefix: cdc.{name}\n"
         "source:\n  dsn: ${BENCH_DSN}\n  tables: [public.orders]\n"
-        f"  slot: {name}_slot\n  publication: {name}_pub\n  snapshot_mode: never\n"
+        f"  slot: {name}_slot\n  publication: {name}_pub\n"
+        f"  snapshot_mode: {'initial' if snapshot else 'never'}\n{tuned}"
     )
     env = {
         **os.environ,
+        **HUB_ENVIRONMENT,
         "BENCH_DSN": dsn,
         "HUB_REGISTRY_DATABASE_URL": stack.registry_url,
         "HUB_KAFKA_BOOTSTRAP_SERVERS": stack.bootstrap,
@@ -193,37 +280,41 @@ def run_hub(stack: Stack, run: int, changes: int, profile: Path | None = None) -
     command = [str(Path(sys.executable).parent / "hub"), "connect", "run", str(config)]
     if profile is not None:
         command = [sys.executable, "-c", _PROFILED, str(config), str(profile)]
-    return _measure(stack, command, env, dsn, f"{name}_slot", f"cdc.{name}.public.orders", changes)
+    return Connector(command, env, f"{name}_slot", f"cdc.{name}.public.orders")
 
 
-def run_debezium(stack: Stack, run: int, changes: int) -> float:
-    name = f"dbz{run}"
-    dsn = stack.database(f"bench_{name}")
+def debezium_connector(stack: Stack, name: str, *, snapshot: bool) -> Connector:
     topic = f"{name}.public.orders"
     TopicAdmin(KafkaSettings(bootstrap_servers=stack.bootstrap)).create(
         topic, partitions=1, config={}
     )
     worker = stack.root / f"{name}-worker.properties"
-    worker.write_text(
-        f"bootstrap.servers={stack.bootstrap}\n"
-        "key.converter=org.apache.kafka.connect.json.JsonConverter\n"
-        "value.converter=org.apache.kafka.connect.json.JsonConverter\n"
-        f"offset.storage.file.filename={stack.root / (name + '.offsets')}\n"
-        "offset.flush.interval.ms=1000\n"
-        f"listeners=http://127.0.0.1:{free_port()}\n"
-    )
+    worker_settings = {
+        "bootstrap.servers": stack.bootstrap,
+        "offset.storage.file.filename": str(stack.root / f"{name}.offsets"),
+        "listeners": f"http://127.0.0.1:{free_port()}",
+        **CONNECT_WORKER,
+    }
+    worker.write_text("".join(f"{k}={v}\n" for k, v in worker_settings.items()))
     connector = stack.root / f"{name}.properties"
-    connector.write_text(
-        f"name={name}\n"
-        "connector.class=io.debezium.connector.postgresql.PostgresConnector\n"
-        "plugin.name=pgoutput\n"
-        f"database.hostname=127.0.0.1\ndatabase.port={stack.postgres.port}\n"
-        f"database.user={stack.postgres.user}\ndatabase.password=\n"
-        f"database.dbname=bench_{name}\ntopic.prefix={name}\n"
-        "table.include.list=public.orders\n"
-        f"slot.name={name}_slot\npublication.name={name}_pub\n"
-        "publication.autocreate.mode=filtered\nsnapshot.mode=no_data\n"
-    )
+    connector_settings = {
+        "name": name,
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "plugin.name": "pgoutput",
+        "database.hostname": "127.0.0.1",
+        "database.port": str(stack.postgres.port),
+        "database.user": stack.postgres.user,
+        "database.password": "",
+        "database.dbname": f"bench_{name}",
+        "topic.prefix": name,
+        "table.include.list": "public.orders",
+        "slot.name": f"{name}_slot",
+        "publication.name": f"{name}_pub",
+        "publication.autocreate.mode": "filtered",
+        "snapshot.mode": "initial" if snapshot else "no_data",
+        **DEBEZIUM_CONNECTOR,
+    }
+    connector.write_text("".join(f"{k}={v}\n" for k, v in connector_settings.items()))
     logging_config = stack.root / "log4j2.properties"
     logging_config.write_text(
         "rootLogger.level = WARN\nrootLogger.appenderRef.console.ref = console\n"
@@ -232,9 +323,8 @@ def run_debezium(stack: Stack, run: int, changes: int) -> float:
         "appender.console.layout.pattern = %d{HH:mm:ss} %-5p %c{1}: %m%n\n"
         "logger.debezium.name = io.debezium\nlogger.debezium.level = INFO\n"
     )
-    java = shutil.which("java") or "java"
     command = [
-        java,
+        shutil.which("java") or "java",
         "-Xmx1g",
         f"-Dlog4j2.configurationFile={logging_config}",
         "-cp",
@@ -243,80 +333,208 @@ def run_debezium(stack: Stack, run: int, changes: int) -> float:
         str(worker),
         str(connector),
     ]
-    return _measure(stack, command, dict(os.environ), dsn, f"{name}_slot", topic, changes)
+    return Connector(command, dict(os.environ), f"{name}_slot", topic)
 
 
-def _measure(
-    stack: Stack,
-    command: list[str],
-    env: dict[str, str],
-    dsn: str,
-    slot: str,
-    topic: str,
-    changes: int,
-) -> float:
-    log = (stack.root / f"{slot}.log").open("wb")
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+def connector_for(
+    stack: Stack, side: str, name: str, dsn: str, *, snapshot: bool, profile: Path | None
+) -> Connector:
+    if side == "hub":
+        return hub_connector(stack, name, dsn, snapshot=snapshot, profile=profile)
+    return debezium_connector(stack, name, snapshot=snapshot)
+
+
+def streaming_runs(
+    stack: Stack, sides: list[str], *, runs: int, changes: int, warmup: int, profile: Path | None
+) -> dict[str, list[Run]]:
+    """Changes made while the connectors stream, each connector one process for all its runs
+    (so the warm-up warms its JIT or caches too): from a workload's start until all its changes
+    are in Kafka. The runs alternate between the connectors."""
+    results: dict[str, list[Run]] = {side: [] for side in sides}
+    started: dict[str, tuple[Connector, str, subprocess.Popen[bytes]]] = {}
+    written = dict.fromkeys(sides, 0)
     try:
-        wait(lambda: slot_active(dsn, slot), timeout_s=180, what=f"{slot} to stream")
-        time.sleep(1.0)  # let the connector settle into its streaming loop
-        start = time.monotonic()
-        workload(dsn, changes)
-        written = time.monotonic() - start
-        wait(lambda: end_offset(stack.bootstrap, topic) >= changes, timeout_s=900, what=topic)
-        elapsed = time.monotonic() - start
-        progress(f"  {topic}: {changes} changes in {elapsed:.1f}s (workload {written:.1f}s)")
-        return changes / elapsed
+        for side in sides:
+            name = f"{side[:3]}s"
+            dsn = stack.database(f"bench_{name}")
+            connector = connector_for(stack, side, name, dsn, snapshot=False, profile=profile)
+            started[side] = (connector, dsn, _start(stack, connector))
+            wait(partial(_streams, dsn, connector.slot), timeout_s=180, what=connector.slot)
+        time.sleep(1.0)  # let the connectors settle into their streaming loops
+
+        def measured(side: str, count: int) -> Run:
+            connector, dsn, process = started[side]
+            cpu = process_tree_cpu_seconds(process.pid)
+            start = time.monotonic()
+            workload(dsn, count, first_id=written[side] // 2 + 1)
+            took = time.monotonic() - start
+            written[side] += count
+            wait(lambda: end_offset(stack.bootstrap, connector.topic) >= written[side],
+                 timeout_s=1800, what=connector.topic)  # fmt: skip
+            elapsed = time.monotonic() - start
+            cpu = process_tree_cpu_seconds(process.pid) - cpu
+            run = Run(count, elapsed, cpu, peak_rss_mb(process.pid), load_average())
+            progress(f"  {connector.topic}: {count} changes in {elapsed:.1f}s (workload "
+                     f"{took:.1f}s), {run.rate:,.0f}/s, CPU {run.cpu_us:.0f} us/change, peak RSS "
+                     f"{run.peak_rss_mb:,.0f} MB, load {run.load}")  # fmt: skip
+            return run
+
+        for side in sides:
+            if warmup:
+                progress(f"warm-up: {side} streaming, {warmup} changes (not counted)")
+                measured(side, warmup)
+        for number in range(1, runs + 1):
+            for side in sides:
+                progress(f"run {number}: {side} streaming, {changes} changes")
+                results[side].append(measured(side, changes))
     except RuntimeError:
-        log.flush()
-        tail = (stack.root / f"{slot}.log").read_text(errors="replace").splitlines()[-30:]
-        progress("connector log (last lines):\n" + "\n".join(tail))
+        for connector, _, _ in started.values():
+            _show_log(stack, connector)
         raise
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+        for _, _, process in started.values():
+            _stop(process)
+    return results
+
+
+def snapshot_run(stack: Stack, side: str, name: str, rows: int, profile: Path | None) -> Run:
+    """A table of `rows` rows read by a new connector: from the moment its slot exists (both
+    create it first, then read the table) until every row is in Kafka."""
+    dsn = stack.database(f"bench_{name}")
+    fill(dsn, rows)
+    connector = connector_for(stack, side, name, dsn, snapshot=True, profile=profile)
+
+    def measure(pid: int) -> tuple[float, float, str]:
+        launched = time.monotonic()
+        wait(lambda: slot_state(dsn, connector.slot) is not None, timeout_s=180, what="the slot")
+        cpu = process_tree_cpu_seconds(pid)
+        start = time.monotonic()
+        wait(lambda: end_offset(stack.bootstrap, connector.topic) >= rows, timeout_s=3600,
+             what=connector.topic)  # fmt: skip
+        elapsed = time.monotonic() - start
+        cpu = process_tree_cpu_seconds(pid) - cpu
+        return elapsed, cpu, f"({time.monotonic() - launched:.1f}s from the process's start)"
+
+    return _run(stack, connector, rows, measure)
+
+
+def _start(stack: Stack, connector: Connector) -> subprocess.Popen[bytes]:
+    with (stack.root / f"{connector.slot}.log").open("ab") as log:
+        return subprocess.Popen(
+            connector.command, env=connector.env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO
+        )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _show_log(stack: Stack, connector: Connector) -> None:
+    tail = (stack.root / f"{connector.slot}.log").read_text(errors="replace").splitlines()[-30:]
+    progress(f"{connector.slot} log (last lines):\n" + "\n".join(tail))
+
+
+def _run(
+    stack: Stack,
+    connector: Connector,
+    events: int,
+    measure: Callable[[int], tuple[float, float, str]],
+) -> Run:
+    process = _start(stack, connector)
+    try:
+        elapsed, cpu, note = measure(process.pid)
+        rss = peak_rss_mb(process.pid)  # the connector is still running: its high-water mark
+        run = Run(events, elapsed, cpu, rss, load_average())
+        progress(f"  {connector.topic}: {events} in {elapsed:.1f}s {note}, {run.rate:,.0f}/s, "
+                 f"CPU {run.cpu_us:.0f} us/row, peak RSS {rss:,.0f} MB, "
+                 f"load {run.load}")  # fmt: skip
+        return run
+    except RuntimeError:
+        _show_log(stack, connector)
+        raise
+    finally:
+        _stop(process)
+
+
+def report(title: str, unit: str, results: dict[str, list[Run]]) -> None:
+    print(f"\n{title}, median of runs")
+    medians = {side: statistics.median(r.rate for r in runs) for side, runs in results.items()
+               if runs}  # fmt: skip
+    for side, runs in results.items():
+        if not runs:
+            continue
+        rates = ", ".join(f"{r.rate:,.0f}" for r in runs)
+        cpu = statistics.median(r.cpu_us for r in runs)
+        rss = max(r.peak_rss_mb for r in runs)
+        print(f"  {side:9s} {medians[side]:10,.0f} {unit}/s   (runs: {rates}); CPU {cpu:.0f} us "
+              f"per {unit[:-1]}; peak RSS {rss:,.0f} MB; load {runs[-1].load}")  # fmt: skip
+    if len(medians) == 2:
+        print(f"  ratio hub/debezium: {medians['hub'] / medians['debezium']:.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--changes", type=int, default=50_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--changes", type=int, default=200_000, help="Changes per streaming run.")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="Rows of the snapshot table.")
+    parser.add_argument("--runs", type=int, default=3, help="Measured runs per connector.")
+    parser.add_argument(
+        "--warmup", type=int, default=20_000, help="Changes (and rows) of the unmeasured warm-up."
+    )
+    parser.add_argument(
+        "--parts", default="streaming,snapshot", help="streaming, snapshot or both (default)."
+    )
     parser.add_argument("--only", choices=["hub", "debezium"], default=None)
     parser.add_argument(
         "--profile", type=Path, default=None, help="Write a cProfile of the hub connector here."
     )
     args = parser.parse_args()
-    if args.only != "hub" and not (JARS / "debezium").is_dir():
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    if not set(parts) <= {"streaming", "snapshot"}:
+        sys.exit("--parts takes streaming, snapshot or both, comma-separated")
+    sides = [args.only] if args.only else ["hub", "debezium"]
+    if "debezium" in sides and not (JARS / "debezium").is_dir():
         sys.exit(f"Debezium jars are missing in {JARS / 'debezium'}: run `make bench-jars` first.")
     # SIGTERM stops the benchmark like Ctrl-C, so the broker and PostgreSQL are stopped too.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     root = Path(tempfile.mkdtemp(prefix="hub-bench-cdc-"))
     root.chmod(0o755)
-    results: dict[str, list[float]] = {"hub": [], "debezium": []}
+    version = _debezium_version()
+    progress(f"{os.cpu_count()} cores, load average {load_average()}")
+    progress(f"hub: {HUB_SOURCE} {HUB_ENVIRONMENT}")
+    progress(f"Debezium {version}: {DEBEZIUM_CONNECTOR}, worker {CONNECT_WORKER}")
+    streaming: dict[str, list[Run]] = {side: [] for side in sides}
+    snapshots: dict[str, list[Run]] = {side: [] for side in sides}
     try:
         with Stack(root).running() as stack:
-            for run in range(1, args.runs + 1):
-                if args.only in (None, "hub"):
-                    progress(f"run {run}: hub connector")
-                    results["hub"].append(run_hub(stack, run, args.changes, args.profile))
-                if args.only in (None, "debezium"):
-                    progress(
-                        f"run {run}: Debezium {_debezium_version()} (Kafka Connect standalone)"
-                    )
-                    results["debezium"].append(run_debezium(stack, run, args.changes))
+            if "streaming" in parts:
+                streaming = streaming_runs(stack, sides, runs=args.runs, changes=args.changes,
+                                           warmup=args.warmup, profile=args.profile)  # fmt: skip
+            if "snapshot" in parts:
+                # A snapshot is a connector's first start: a fresh process each time. The
+                # warm-up run (not counted) warms the server's caches and the broker.
+                for side in sides if args.warmup else []:
+                    progress(f"warm-up: {side} snapshot, {args.warmup} rows (not counted)")
+                    snapshot_run(stack, side, f"{side[:3]}ws", args.warmup, None)
+                for run in range(1, args.runs + 1):
+                    for side in sides:
+                        progress(f"run {run}: {side} snapshot, {args.rows} rows")
+                        profile = args.profile if side == "hub" else None
+                        snapshots[side].append(
+                            snapshot_run(stack, side, f"{side[:3]}{run}s", args.rows, profile)
+                        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print(f"\nPostgreSQL -> Kafka, {args.changes} changes (inserts and updates), median of runs")
-    medians = {k: statistics.median(v) for k, v in results.items() if v}
-    for name, rate in medians.items():
-        runs = ", ".join(f"{r:,.0f}" for r in results[name])
-        print(f"  {name:9s} {rate:10,.0f} changes/s   (runs: {runs})")
-    if len(medians) == 2:
-        print(f"  ratio hub/debezium: {medians['hub'] / medians['debezium']:.2f}")
+    print(f"\nhub: postgres-cdc {HUB_SOURCE}, {HUB_ENVIRONMENT}; Debezium {version}")
+    if "streaming" in parts:
+        report(f"Streaming, {args.changes} changes (inserts and updates)", "changes", streaming)
+    if "snapshot" in parts:
+        report(f"Snapshot of {args.rows} rows (snapshot mode initial)", "rows", snapshots)
+    print(f"\nload average at the end: {load_average()}")
 
 
 def _debezium_version() -> str:

@@ -79,3 +79,12 @@ class ConnectSettings(BaseSettings):
             "retries, its state stays RUNNING and its status carries `retry`."
         ),
     )
+    gc_threshold: int = Field(
+        default=50_000,
+        ge=0,
+        description=(
+            "Allocations between the interpreter's youngest garbage collections in `hub connect "
+            "run` (CPython's default is 700, which the thousands of records a connector holds "
+            "until Kafka acknowledges them trigger again and again); 0 keeps CPython's default."
+        ),
+    )

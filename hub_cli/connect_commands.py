@@ -48,7 +48,7 @@ def run(files: ConnectorFiles) -> None:
     from connectors.config import load
     from connectors.errors import ConnectorConfigError
     from connectors.settings import ConnectSettings
-    from connectors.worker import Worker, connect_services
+    from connectors.worker import Worker, connect_services, settle_garbage_collector
     from hub_core.health import HealthServer
     from hub_kafka.settings import KafkaSettings
     from registry.settings import RegistrySettings
@@ -68,6 +68,7 @@ def run(files: ConnectorFiles) -> None:
         settings.worker_id, len(loaded), ", ".join(c.name for c in loaded),
     )  # fmt: skip
     health = HealthServer(settings.health_host, settings.health_port, name="connectors")
+    settle_garbage_collector(settings)
     try:
         with health:
             Worker(loaded, services=services, settings=settings).run(stop, health=health)

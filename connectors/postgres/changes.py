@@ -99,6 +99,9 @@ class ChangeDecoder:
         self._commit_ms = 0
         self._skipping = False
         self._last_commit_lsn: int | None = None
+        # The source block of each table in the current transaction, but for the change's own
+        # `lsn` and `sequence`: built once per transaction and table, copied per change.
+        self._sources: dict[str, tuple[dict[str, Any], str]] = {}
         self.in_transaction = False
         self.last_xid: int | None = None
 
@@ -110,6 +113,7 @@ class ChangeDecoder:
             self._skipping = message.final_lsn < self._resume_lsn
             self._xid = message.xid
             self._commit_ms = message.commit_ms
+            self._sources = {}
         elif isinstance(message, pgoutput.Commit):
             self.in_transaction = False
             self._skipping = False
@@ -166,15 +170,24 @@ class ChangeDecoder:
         return self._relations[relation_id]
 
     def _source(self, table: CapturedTable, lsn: int) -> dict[str, Any]:
-        return source_block(
-            self._origin,
-            table.shape,
-            commit_ms=self._commit_ms,
-            snapshot="false",
-            tx_id=self._xid,
-            lsn=lsn,
-            last_commit_lsn=self._last_commit_lsn,
-        )
+        cached = self._sources.get(table.topic)
+        if cached is None:
+            base = source_block(
+                self._origin,
+                table.shape,
+                commit_ms=self._commit_ms,
+                snapshot="false",
+                tx_id=self._xid,
+                lsn=None,
+                last_commit_lsn=self._last_commit_lsn,
+            )
+            last = "null" if self._last_commit_lsn is None else f'"{self._last_commit_lsn}"'
+            cached = self._sources[table.topic] = (base, f"[{last},")
+        base, sequence_start = cached
+        source = base.copy()
+        source["lsn"] = lsn
+        source["sequence"] = f'{sequence_start}"{lsn}"]'  # as `source_block` writes it
+        return source
 
     def _record(
         self, table: CapturedTable, key: Any, value: Any, unchanged: list[str] | None = None

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connectors.postgres.pgoutput import UNCHANGED_TOAST, TupleValue
-from connectors.postgres.typemap import ColumnType
+from connectors.postgres.typemap import ColumnType, Converter
 
 CONNECTOR = "postgresql"
 CONNECTOR_VERSION = "hub-0.1.0"
@@ -43,10 +43,14 @@ class TableShape:
     primary_key: tuple[str, ...]
     comment: str | None = None
     key_positions: tuple[int, ...] = field(init=False)
+    # (name, converter) of each column, in order: what `convert_row` walks for every change.
+    converters: tuple[tuple[str, Converter], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
         object.__setattr__(self, "key_positions", tuple(names.index(k) for k in self.primary_key))
+        converters = tuple((c.name, c.type.convert) for c in self.columns)
+        object.__setattr__(self, "converters", converters)
 
     @property
     def qualified(self) -> str:
@@ -145,6 +149,22 @@ def convert_row(
 ) -> Row:
     """Column text to Avro-ready values; unchanged TOAST columns take `fallback` (the old row
     under REPLICA IDENTITY FULL) or else the unavailable marker where the type can hold it."""
+    out: dict[str, Any] = {}
+    # Text and null are every column of almost every change: one loop for them, and the
+    # careful one below as soon as a column's value was not sent.
+    for (name, convert), text in zip(shape.converters, values, strict=True):
+        if type(text) is str:
+            out[name] = convert(text)
+        elif text is None:
+            out[name] = None
+        else:
+            return _convert_with_unchanged(shape, values, fallback)
+    return Row(values=out, unchanged=[])
+
+
+def _convert_with_unchanged(
+    shape: TableShape, values: Sequence[TupleValue], fallback: Sequence[TupleValue] | None
+) -> Row:
     out: dict[str, Any] = {}
     unchanged: list[str] = []
     for position, (column, text) in enumerate(zip(shape.columns, values, strict=True)):

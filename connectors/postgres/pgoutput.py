@@ -193,42 +193,52 @@ class _Reader:
         return value
 
     def tuple_data(self) -> tuple[TupleValue, ...]:
-        data = self.data
-        count = self.int16()
-        values: list[TupleValue] = []
-        pos = self.pos
-        for _ in range(count):
-            kind = data[pos]
-            pos += 1
-            if kind == 0x74:  # 't': text
-                (length,) = _INT32.unpack_from(data, pos)
-                pos += 4
-                values.append(data[pos : pos + length].decode("utf-8"))
-                pos += length
-            elif kind == 0x6E:  # 'n': null
-                values.append(None)
-            elif kind == 0x75:  # 'u': unchanged TOAST value, not sent
-                values.append(UNCHANGED_TOAST)
-            else:
-                raise PgOutputError(
-                    f"pgoutput tuple column kind {chr(kind)!r} is not supported; the connector "
-                    "reads text values (do not enable the `binary` option)"
-                )
-        self.pos = pos
-        return tuple(values)
+        values, self.pos = _tuple_at(self.data, self.pos)
+        return values
+
+
+def _tuple_at(data: bytes, pos: int) -> tuple[tuple[TupleValue, ...], int]:
+    """The tuple data starting at `pos`, and the position after it. Every change's row goes
+    through here, so the loop keeps to local names and integer comparisons."""
+    (count,) = _INT16.unpack_from(data, pos)
+    pos += 2
+    values: list[TupleValue] = []
+    append = values.append
+    unpack_length = _INT32.unpack_from
+    for _ in range(count):
+        kind = data[pos]
+        pos += 1
+        if kind == 0x74:  # 't': text
+            (length,) = unpack_length(data, pos)
+            pos += 4
+            append(data[pos : pos + length].decode("utf-8"))
+            pos += length
+        elif kind == 0x6E:  # 'n': null
+            append(None)
+        elif kind == 0x75:  # 'u': unchanged TOAST value, not sent
+            append(UNCHANGED_TOAST)
+        else:
+            raise PgOutputError(
+                f"pgoutput tuple column kind {chr(kind)!r} is not supported; the connector "
+                "reads text values (do not enable the `binary` option)"
+            )
+    return tuple(values), pos
 
 
 def decode(data: bytes) -> Message:
     """Decode one pgoutput message."""
     if not data:
         raise PgOutputError("empty pgoutput message")
-    reader = _Reader(data)
-    tag = reader.byte()
-    decoder = _DECODERS.get(tag)
+    tag = data[0]
+    if tag == 0x49:  # Insert, the commonest message: no reader object needed
+        return _insert_at(data)
+    decoder = _DECODERS.get(chr(tag))
     if decoder is None:
         raise PgOutputError(
-            f"pgoutput message type {tag!r} is not supported by protocol version 1 decoding"
+            f"pgoutput message type {chr(tag)!r} is not supported by protocol version 1 decoding"
         )
+    reader = _Reader(data)
+    reader.pos = 1
     return decoder(reader)
 
 
@@ -280,11 +290,15 @@ def _type(reader: _Reader) -> TypeInfo:
 
 
 def _insert(reader: _Reader) -> Insert:
-    relation_id = reader.uint32()
-    marker = reader.byte()
-    if marker != "N":
+    return _insert_at(reader.data)
+
+
+def _insert_at(data: bytes) -> Insert:
+    if len(data) < 6 or data[5] != 0x4E:  # 'N'
+        marker = chr(data[5]) if len(data) > 5 else ""
         raise PgOutputError(f"pgoutput Insert: expected new tuple marker 'N', got {marker!r}")
-    return Insert(relation_id=relation_id, new=reader.tuple_data())
+    (relation_id,) = _UINT32.unpack_from(data, 1)
+    return Insert(relation_id=relation_id, new=_tuple_at(data, 6)[0])
 
 
 def _update(reader: _Reader) -> Update:

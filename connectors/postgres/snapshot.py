@@ -13,16 +13,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import psycopg
-from psycopg import sql
+from psycopg import adapters, postgres, sql
+from psycopg.pq import Format
 from psycopg.types.string import TextLoader
 
 from connectors.postgres.envelope import TableShape
 
 TupleText = tuple[str | None, ...]
 
-
-class _RawText(TextLoader):
-    """Every column as the type's text output, exactly what pgoutput sends while streaming."""
+# Every column is loaded as the type's text output, exactly what pgoutput sends while streaming,
+# by the loader psycopg uses for `text` columns: its C implementation where installed, which
+# saves a Python call per value over a loader class of our own.
+_RAW_TEXT = adapters.get_loader(postgres.types["text"].oid, Format.TEXT) or TextLoader
 
 
 def read_table(
@@ -34,7 +36,7 @@ def read_table(
     name = f"hub_snapshot_{shape.schema}_{shape.table}"[:60]
     with conn.cursor(name=name) as cursor:
         for column in shape.columns:
-            cursor.adapters.register_loader(column.type_oid, _RawText)
+            cursor.adapters.register_loader(column.type_oid, _RAW_TEXT)
         cursor.itersize = batch_rows
         cursor.execute(query)
         while True:

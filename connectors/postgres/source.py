@@ -23,6 +23,7 @@ from connectors.postgres.config import PostgresCdcConnector, PostgresCdcSource
 from connectors.postgres.envelope import Origin, convert_row, key_of, key_schema, source_block
 from connectors.postgres.errors import CONNECTION_ERRORS, CdcSetupError, connection_failure
 from connectors.postgres.pgoutput import format_lsn
+from connectors.postgres.publishing import BatchPublisher
 from connectors.postgres.snapshot import begin_snapshot, read_table
 from connectors.postgres.stream import ReplicationStream
 from connectors.runtime import Batch, SourceContext
@@ -185,52 +186,60 @@ class PostgresCdc:
             "exported by the new slot" if exported else "a new transaction; overlap is replayed",
         )
         running = {"lsn": point, "txId": None, "snapshot_done": False}
-        with connect(self._dsn) as conn:
-            begin_snapshot(conn, exported)
-            held: Batch | None = None
-            for qualified, table in tables.items():
-                for rows in read_table(conn, table.shape, batch_rows=config.snapshot_batch_rows):
-                    records = []
-                    for row in rows:
-                        after = convert_row(table.shape, row).values
-                        source = source_block(
-                            origin, table.shape, commit_ms=started_ms, snapshot="true",
-                            tx_id=None, lsn=point,
-                        )  # fmt: skip
-                        records.append(
-                            IncomingRecord(
-                                key=key_of(table.shape, after),
-                                value=envelope("r", None, after, source),
+        publisher = BatchPublisher(context, name=config.slot)
+        try:
+            with connect(self._dsn) as conn:
+                begin_snapshot(conn, exported)
+                held: Batch | None = None
+                for qualified, table in tables.items():
+                    # One source block serves every row of the table: they share it as they
+                    # share the snapshot's moment (the last row gets its own, saying `last`).
+                    source = source_block(
+                        origin, table.shape, commit_ms=started_ms, snapshot="true", tx_id=None,
+                        lsn=point,
+                    )  # fmt: skip
+                    shape = table.shape
+                    for rows in read_table(conn, shape, batch_rows=config.snapshot_batch_rows):
+                        records = []
+                        for row in rows:
+                            after = convert_row(shape, row).values
+                            records.append(
+                                IncomingRecord(
+                                    key=key_of(shape, after),
+                                    value=envelope("r", None, after, source),
+                                )
                             )
+                        if held is not None:
+                            publisher.submit(held)  # published while the next rows are read
+                        held = Batch(
+                            topic=table.topic,
+                            partition=self._partition,
+                            offset=running,
+                            records=records,
+                            value_schema=table.schema_text,
                         )
-                    if held is not None:
-                        context.emit(held)
-                    held = Batch(
-                        topic=table.topic,
+                    log.info("snapshot of %s read", qualified)
+                conn.execute("COMMIT")
+            done = {"lsn": point, "txId": None, "snapshot_done": True}
+            if held is None:
+                first = next(iter(tables.values()))
+                publisher.submit(Batch(topic=first.topic, partition=self._partition, offset=done))
+            else:
+                last = held.records[-1]
+                assert isinstance(last.value, dict)
+                last.value["source"] = {**last.value["source"], "snapshot": "last"}
+                publisher.submit(
+                    Batch(
+                        topic=held.topic,
                         partition=self._partition,
-                        offset=running,
-                        records=records,
-                        value_schema=table.schema_text,
+                        offset=done,
+                        records=held.records,
+                        value_schema=held.value_schema,
                     )
-                log.info("snapshot of %s read", qualified)
-            conn.execute("COMMIT")
-        done = {"lsn": point, "txId": None, "snapshot_done": True}
-        if held is None:
-            first = next(iter(tables.values()))
-            context.emit(Batch(topic=first.topic, partition=self._partition, offset=done))
-            return
-        last = held.records[-1]
-        assert isinstance(last.value, dict)
-        last.value["source"]["snapshot"] = "last"
-        context.emit(
-            Batch(
-                topic=held.topic,
-                partition=self._partition,
-                offset=done,
-                records=held.records,
-                value_schema=held.value_schema,
-            )
-        )
+                )
+            publisher.drain()
+        finally:
+            publisher.close()
 
     @property
     def partition(self) -> dict[str, Any]:
@@ -242,7 +251,8 @@ class PostgresCdc:
 
 
 class _Streamer:
-    """The streaming loop: read, decode, publish in batches, confirm, heartbeat."""
+    """The streaming loop: read, decode, publish in batches (on the publisher's thread, while
+    the next changes are read), confirm what Kafka holds, heartbeat."""
 
     def __init__(
         self,
@@ -261,11 +271,20 @@ class _Streamer:
         self._stream = stream
         self._decoder = decoder
         self._committed = offset  # what the offset store holds
+        self._seen: Any = None  # the publisher's last answer, as given
+        self._submitted = dict(offset)  # the position of the last batch handed to the publisher
         self._done = dict(offset)  # the last transaction read completely (maybe unpublished)
         self._pending = Pending()
         self._next_beat = time.monotonic() + self._config.heartbeat_seconds
 
     def loop(self) -> None:
+        publisher = BatchPublisher(self._context, name=self._config.slot)
+        try:
+            self._loop(publisher)
+        finally:
+            publisher.close()
+
+    def _loop(self, publisher: BatchPublisher) -> None:
         config = self._config
         while True:
             message = self._stream.read()
@@ -277,38 +296,38 @@ class _Streamer:
                         "txId": self._decoder.last_xid,
                         "snapshot_done": self._committed.get("snapshot_done", False),
                     }
+                    self._confirm_published(publisher)
                 if self._pending.count >= config.max_batch_events or (
                     self._pending.count
                     and time.monotonic() - self._pending.since >= config.max_batch_seconds
                 ):
-                    self._flush()
+                    self._flush(publisher)
                 continue
             # Nothing waiting on the socket: publish what is buffered, then idle briefly.
             if self._pending.count:
-                self._flush()
-            elif self._done["lsn"] > self._committed["lsn"] and (
+                self._flush(publisher)
+            elif self._done["lsn"] > self._submitted["lsn"] and (
                 time.monotonic() >= self._next_beat
             ):
-                self._flush()  # transactions that touched no captured table still move on
+                self._flush(publisher)  # transactions that touched no captured table move on
+            self._confirm_published(publisher)
             if time.monotonic() >= self._next_beat:
                 self._heartbeat()
             self._context.sleep(0)
             self._stream.wait(0.2)
 
-    def _flush(self) -> None:
-        """Publish the buffered events, one batch per topic; commit, then confirm the slot."""
+    def _flush(self, publisher: BatchPublisher) -> None:
+        """Hand the buffered events to the publisher, one batch per topic."""
         batches = list(self._pending.batches.items())
         self._pending.clear()
-        target = self._done
+        target = dict(self._done)
         if not batches:
-            self._context.emit(
-                Batch(topic=self._any_topic, partition=self._partition, offset=target)
-            )
+            publisher.submit(Batch(topic=self._any_topic, partition=self._partition, offset=target))
         for index, ((topic, schema_text), records) in enumerate(batches):
             # Only the last batch carries the new position: a crash between batches must not
             # store a position whose earlier events are not all in Kafka.
-            offset = target if index == len(batches) - 1 else self._committed
-            self._context.emit(
+            offset = target if index == len(batches) - 1 else self._submitted
+            publisher.submit(
                 Batch(
                     topic=topic,
                     partition=self._partition,
@@ -317,8 +336,16 @@ class _Streamer:
                     value_schema=schema_text,
                 )
             )
-        self._committed = dict(target)
-        self._stream.confirm(int(target["lsn"]))
+        self._submitted = target
+
+    def _confirm_published(self, publisher: BatchPublisher) -> None:
+        """Confirm to the server the position the offset store now holds, once it moved."""
+        committed = publisher.committed
+        if committed is None or committed is self._seen:
+            return
+        self._seen = committed
+        self._committed = dict(committed)
+        self._stream.confirm(int(self._committed["lsn"]))
         if time.monotonic() >= self._next_beat:
             self._heartbeat()
 
