@@ -58,7 +58,12 @@ from bench.publish_stack import (
     running_stack,
     say,
 )
-from bench.servers import peak_rss_mb, process_tree_peak_rss_mb, self_peak_rss_mb
+from bench.servers import (
+    peak_rss_mb,
+    process_tree_peak_rss_mb,
+    self_peak_rss_mb,
+    stop_process,
+)
 
 GROUPS_IN_FLIGHT = 64  # as hub_api.rest_proxy_v3.MAX_GROUPS_IN_FLIGHT
 STREAM_WINDOW = 4096  # records the stream client sends ahead of their reports
@@ -279,12 +284,7 @@ def base_server(stack: Stack, commit: str, workers: int) -> Iterator[Stack]:
             time.sleep(0.2)
         yield replace(stack, base_url=url, port=port, server_pid=process.pid)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
         shutil.rmtree(home, ignore_errors=True)
 
 

@@ -264,13 +264,18 @@ def api_server(
         _wait_ready(process, server, timeout_s=start_timeout_s)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
         shutil.rmtree(home, ignore_errors=True)
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 30 s; wait for the process to end."""
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
 
 
 def _wait_ready(process: subprocess.Popen[bytes], server: ApiProcess, *, timeout_s: float) -> None:
