@@ -15,8 +15,8 @@ where it cannot get in a writer's way:
   concurrent OPTIMIZE removed a file it read; they are on the schedule only when asked for.
 - **VACUUM** deletes the files no table version of the last `vacuum_retention_hours` needs.
   Readers (a lagging silver stream, an analyst's long query) and time travel reach back that
-  far; Delta's own check refuses less than the table's `delta.deletedFileRetentionDuration`
-  (7 days), and the hub refuses less than 24 hours.
+  far. New tables keep their log and removed files for exactly that long (`session_conf`),
+  so Delta's own retention check agrees with VACUUM; the hub refuses less than 24 hours.
 
 Each table is maintained on its own: one that fails is logged and retried at the next run,
 and the others go on.
