@@ -7,14 +7,15 @@ the two says what that costs.
 
 Figures, each for both jobs, in one Spark session, on one local Kafka broker:
 
-- throughput: records landed per second catching up a topic of N records (availableNow);
+- throughput: records landed per second catching up a topic of N records (availableNow),
+  beside a raw consume ceiling: one confluent-kafka consumer reading the same topic through;
 - freshness: a steady publisher (1 partition, `--rate` records/s for `--duration` s) while the
   job runs with a 1 s trigger; a reader polls the table, and a record's freshness is the time
   from its Kafka acknowledgement to the first poll that sees it (p50, p95);
 - per-batch cost: Spark jobs per micro-batch and median `addBatch` time;
 - driver RSS of the Spark JVM (current and peak) after each phase.
 
-    .venv/bin/python bench/loader.py              # about 5 minutes on 2 cores
+    .venv/bin/python bench/loader.py              # 1,000,000 records; about 10 minutes on 2 cores
     .venv/bin/python bench/loader.py --records 20000 --duration 20
 """
 
@@ -29,6 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,8 +77,8 @@ class Figures:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=50_000, help="records for throughput")
-    parser.add_argument("--rate", type=int, default=200, help="records/s for freshness")
+    parser.add_argument("--records", type=int, default=1_000_000, help="records for throughput")
+    parser.add_argument("--rate", type=int, default=1000, help="records/s for freshness")
     parser.add_argument("--duration", type=int, default=30, help="seconds of freshness run")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="hub-bench-loader-"))
@@ -104,6 +106,9 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
             ]
             produce_avro(bootstrap, bulk, schema_id, SCHEMA, values)
 
+        ceiling = _consume_ceiling(bootstrap, bulk, args.records)
+        print(f"raw consume ceiling: {ceiling:.0f} records/s (one confluent-kafka consumer)")
+
         hub = Figures("hub bronze loader")
         base = Figures("minimal job")
         starters: list[tuple[Figures, Starter]] = [
@@ -118,6 +123,7 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
             elapsed = time.monotonic() - began
             figures.throughput = args.records / elapsed
             figures.rss_mb, figures.peak_rss_mb = _rss(spark)
+            _print_job_names(spark, str(query.runId), 1)
 
         for index, (figures, start) in enumerate(starters):
             topic = f"bench.fresh{index}"
@@ -144,7 +150,35 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
             figures.jobs_per_batch, figures.add_batch_ms = _batch_costs(spark, query)
             rss = _rss(spark)
             figures.rss_mb, figures.peak_rss_mb = rss[0], max(rss[1], figures.peak_rss_mb)
-    _report(base, hub, args)
+    _report(base, hub, args, ceiling)
+
+
+def _consume_ceiling(bootstrap: str, topic: str, records: int) -> float:
+    """Records/s of one confluent-kafka consumer reading `topic` from the start to `records`."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-ceiling-{time.time_ns()}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        seen = 0
+        began = None
+        while seen < records:
+            messages = consumer.consume(num_messages=10_000, timeout=1.0)
+            if began is None and messages:
+                began = time.monotonic()  # the group's join is not reading
+            seen += sum(1 for m in messages if m.error() is None)
+        assert began is not None
+        return records / (time.monotonic() - began)
+    finally:
+        consumer.close()
 
 
 def _hub(
@@ -243,16 +277,30 @@ def _batch_costs(spark: SparkSession, query: StreamingQuery) -> tuple[float, flo
 
 
 def _print_job_names(spark: SparkSession, run_id: str, batches: int) -> None:
-    """Which Spark jobs the batches ran, by name, from the Spark UI's REST API (a profile)."""
+    """Which Spark jobs the batches ran, by name, with their summed wall time, from the Spark
+    UI's REST API (a profile)."""
     context = spark.sparkContext
     if not context.uiWebUrl:
         return
     url = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}/jobs"
     jobs = [j for j in httpx.get(url, timeout=10).json() if j.get("jobGroup") == run_id]
-    names = Counter(j["name"].split(" at ")[0] for j in jobs)
+    counts: Counter[str] = Counter()
+    seconds: dict[str, float] = {}
+    for job in jobs:
+        name = job["name"].split(" at ")[0] or "(unnamed)"
+        counts[name] += 1
+        if job.get("completionTime"):
+            took = _ui_time(job["completionTime"]) - _ui_time(job["submissionTime"])
+            seconds[name] = seconds.get(name, 0.0) + took
     print(
-        f"  jobs of {batches} batches: " + ", ".join(f"{n} x {c}" for c, n in names.most_common())
+        f"  jobs of {batches} batches: "
+        + ", ".join(f"{n} x {job} {seconds.get(job, 0):.1f} s" for job, n in counts.most_common())
     )
+
+
+def _ui_time(text: str) -> float:
+    """Seconds since the epoch of the UI's `2026-01-02T03:04:05.678GMT`."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%Z").timestamp()
 
 
 def _rss(spark: SparkSession) -> tuple[float, float]:
@@ -264,7 +312,7 @@ def _rss(spark: SparkSession) -> tuple[float, float]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
-def _report(base: Figures, hub: Figures, args: argparse.Namespace) -> None:
+def _report(base: Figures, hub: Figures, args: argparse.Namespace, ceiling: float) -> None:
     print()
     print(f"bronze loader vs minimal job: {args.records} records, freshness at {args.rate}/s")
     print(
@@ -276,7 +324,12 @@ def _report(base: Figures, hub: Figures, args: argparse.Namespace) -> None:
             f"{f.name:<20}{f.throughput:>12.0f}{f.fresh_p50:>13.2f}{f.fresh_p95:>13.2f}"
             f"{f.jobs_per_batch:>12.1f}{f.add_batch_ms:>13.0f}{f.rss_mb:>9.0f}{f.peak_rss_mb:>9.0f}"
         )
+    print(f"{'raw consume ceiling':<20}{ceiling:>12.0f}")
     print(f"throughput ratio (hub / minimal): {hub.throughput / base.throughput:.2f}")
+    print(
+        f"freshness ratio p50 {hub.fresh_p50 / base.fresh_p50:.2f}, "
+        f"p95 {hub.fresh_p95 / base.fresh_p95:.2f} (hub / minimal; at most 1.0 is the target)"
+    )
 
 
 if __name__ == "__main__":

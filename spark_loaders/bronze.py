@@ -32,7 +32,7 @@ from hub_kafka.settings import KafkaSettings
 from registry.types import SchemaId
 from spark_loaders import storage
 from spark_loaders.comments import TableComments, with_comments
-from spark_loaders.decode import decode_topic, decoded_whole, with_schema_id
+from spark_loaders.decode import decode_topic, with_schema_id
 from spark_loaders.errors import RegistryUnavailable
 from spark_loaders.feed_status import FeedStatusBook
 from spark_loaders.isolation import FailureKind, as_transient, classify, describe
@@ -80,9 +80,6 @@ class BronzeLoader:
         self._txn_app_id = _checkpoint_identity(spark, self._checkpoint)
         self._swaps = SwapRequests(settings.state_dir)
         self.statuses = FeedStatusBook.in_checkpoints(settings.state_dir)
-        # (topic, writer id) -> (writer, reader) schema texts of this batch and the one before.
-        self._decoders: dict[tuple[str, SchemaId], tuple[str, str]] = {}
-        self._checked: dict[tuple[str, SchemaId], tuple[str, str]] = {}
 
     def start(self, *, available_now: bool = False) -> StreamingQuery:
         """Start the query; it runs until stopped, or with `available_now` until caught up."""
@@ -134,21 +131,10 @@ class BronzeLoader:
             self._comments.forget(table)
         batch = with_schema_id(batch).persist()
         try:
-            # One job tells which topics and writer schemas the batch holds, how many records,
-            # and, for writers seen before, how many payloads do not decode: then no second
-            # job has to look for them before writing quarantine.
-            self._checked, self._decoders = self._decoders, {}
-            checked = self._undecodable_check()
-            pairs = (
-                batch.groupBy("topic", "_hub_schema_id")
-                .agg(
-                    F.count("*").alias("count"),
-                    F.sum(checked.cast("int")).alias("bad"),
-                    F.count(checked).alias("checked"),
-                )
-                .collect()
-            )
-            verified: dict[tuple[str, SchemaId], int] = {}
+            # One job tells which topics and writer schemas the batch holds, and how many
+            # records of each; it also fills the cache the topics' writes read. Undecodable
+            # payloads are counted while bronze is written (`DecodedTopic.undecodable_count`).
+            pairs = batch.groupBy("topic", "_hub_schema_id").count().collect()
             by_topic: dict[str, set[SchemaId]] = {}
             unframed: set[str] = set()
             # topic -> writer schema id (None: not Confluent-framed) -> records in the batch
@@ -160,8 +146,6 @@ class BronzeLoader:
                     unframed.add(row["topic"])
                 else:
                     ids.add(SchemaId(row["_hub_schema_id"]))
-                    if row["checked"] == row["count"]:
-                        verified[(row["topic"], SchemaId(row["_hub_schema_id"]))] = row["bad"]
             ingested_at = F.current_timestamp()
             landed: list[str] = []
             for topic, schema_ids in sorted(by_topic.items()):
@@ -177,7 +161,6 @@ class BronzeLoader:
                     batch_id=batch_id,
                     ingested_at=ingested_at,
                     merge=merge,
-                    verified=verified,
                     counts=counts[topic],
                 )
                 outcome = self._land_contained(
@@ -319,15 +302,14 @@ class BronzeLoader:
         batch_id: int,
         ingested_at: Column,
         merge: bool,
-        verified: dict[tuple[str, SchemaId], int],
         counts: dict[SchemaId | None, int],
         progress: _Progress,
     ) -> str:
         """Land one topic's records of a batch; returns a note for the batch's log line.
 
-        The note says how many records landed and how many went to quarantine from counts the
-        batch's first job already made (records per writer id, and undecodable ones per writer
-        seen before): no Spark job runs just to tell them.
+        The note says how many records landed and how many went to quarantine, from the counts
+        of the batch's first job (records per writer id) and of the bronze write (undecodable
+        payloads): no Spark job runs just to tell them.
         """
         table = bronze_table(TopicName(topic))
         decoded = decode_topic(
@@ -369,12 +351,11 @@ class BronzeLoader:
                 self._write(rows, table, batch_id, merge=merge)
                 progress.bronze_written = True
                 self._apply_comments(table, reader)
-                bad = self._undecodable_count(topic, decoded.decoders, verified)
+                bad = decoded.undecodable_count()
                 if decoded.undecodable is not None and bad != 0:
                     quarantined.append(decoded.undecodable)
                     check_empty = bad is None and not decoded.known_rejected
                 note = landing_note(total, rejected + (bad or 0), unsure=bad is None)
-            self._decoders.update({(topic, k): pair for k, pair in decoded.decoders.items()})
         if quarantined:
             rows = quarantined[0]
             for more in quarantined[1:]:
@@ -400,30 +381,6 @@ class BronzeLoader:
                 raise
             log.warning("could not set the column comments of %s: %s", table, describe(error))
 
-    def _undecodable_check(self) -> Column:
-        """Per record of a known (topic, writer): whether its payload fails to decode; else null."""
-        check: Column | None = None
-        for (topic, schema_id), (writer, reader) in self._checked.items():
-            known = (F.col("topic") == topic) & (F.col("_hub_schema_id") == schema_id)
-            failed = ~decoded_whole(writer, reader)
-            check = F.when(known, failed) if check is None else check.when(known, failed)
-        return check if check is not None else F.lit(None).cast("boolean")
-
-    def _undecodable_count(
-        self,
-        topic: str,
-        decoders: dict[SchemaId, tuple[str, str]],
-        verified: dict[tuple[str, SchemaId], int],
-    ) -> int | None:
-        """Undecodable records of the topic in this batch, or None when not known in advance."""
-        total = 0
-        for schema_id, pair in decoders.items():
-            bad = verified.get((topic, schema_id))
-            if bad is None or self._checked.get((topic, schema_id)) != pair:
-                return None
-            total += bad
-        return total
-
     def _write(self, rows: DataFrame, table: str, batch_id: int, *, merge: bool) -> None:
         state = self._tables.state(table)
         if merge and state is not None:
@@ -437,13 +394,13 @@ class BronzeLoader:
 
 def landing_note(total: int, quarantined: int, *, unsure: bool = False, why: str = "") -> str:
     """`N records: L landed, Q quarantined` for the batch's log line. `unsure`: undecodable
-    records of a writer new to the loader were not counted (that would take a Spark job of
-    its own); they are among those said to land, and went to quarantine."""
+    records were not counted, because Delta skipped a bronze write it already held (a batch
+    redone after a crash); they are among those said to land, and went to quarantine."""
     note = f"{total} records: {'up to ' if unsure else ''}{total - quarantined} landed"
     if quarantined:
         note += f", {quarantined} quarantined"
     if unsure:
-        note += ", undecodable ones of a new writer quarantined"
+        note += ", undecodable ones quarantined"
     return note + (f" ({why})" if why else "")
 
 

@@ -11,11 +11,12 @@ resolution is checked on the driver first (the registry's own compatibility rule
 """
 
 import json
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
@@ -67,6 +68,29 @@ class DecodedTopic:
     known_rejected: list[DataFrame] = field(default_factory=list)
     # The (writer, reader) schema texts each decoded writer id was read with.
     decoders: dict[SchemaId, tuple[str, str]] = field(default_factory=dict)
+    # Per decoded writer: the undecodable payloads, counted by the job that first reads `landed`.
+    observations: list[Observation] = field(default_factory=list)
+
+    def undecodable_count(self, *, wait_s: float = 2.0) -> int | None:
+        """How many payloads did not decode, as counted while `landed` was written; None when
+        no job read `landed` whole (Delta skipped a batch it already holds, or a MERGE read
+        it), or the count did not arrive within `wait_s`.
+
+        Spark delivers observed metrics through its listener bus, a moment after the job.
+        """
+        total = 0
+        for observation in self.observations:
+            # `Observation.get` waits for ever, and a write Delta skips never runs the job.
+            future = observation._jo.future() if observation._jo is not None else None
+            deadline = time.monotonic() + wait_s
+            while future is not None and not future.isCompleted():
+                if time.monotonic() >= deadline:
+                    return None
+                time.sleep(0.005)
+            if future is None:
+                return None
+            total += observation.get["undecodable"]
+        return total
 
 
 def decode_topic(
@@ -118,7 +142,14 @@ def decode_topic(
             continue
         decodable.append(schema_id)
         result.decoders[schema_id] = (writer, reader_text)
-        attempt = rows.withColumn("_hub_value", decode(writer, reader_text))
+        observation = Observation()
+        result.observations.append(observation)
+        # The write of `landed` counts the undecodable payloads as it decodes: knowing them
+        # takes no second decoding pass.
+        attempt = rows.withColumn("_hub_value", decode(writer, reader_text)).observe(
+            observation,
+            F.count_if(~F.coalesce(F.col("_hub_value.end"), F.lit(False))).alias("undecodable"),
+        )
         good = attempt.where(F.col("_hub_value.end")).select(
             "_hub_value.value.*", *[F.col(c).alias(n) for n, c in METADATA_COLUMNS.items()]
         )
@@ -136,11 +167,6 @@ def decode_topic(
 
 def _union(left: DataFrame | None, right: DataFrame, *, missing: bool = False) -> DataFrame:
     return right if left is None else left.unionByName(right, allowMissingColumns=missing)
-
-
-def decoded_whole(writer: str, reader: str) -> Column:
-    """True when the current row's payload decodes whole from writer to reader."""
-    return F.coalesce(decode(writer, reader)["end"], F.lit(False))
 
 
 def decode(writer: str, reader: str) -> Column:

@@ -104,6 +104,9 @@ def session_conf(
         # Delta rebuilds table state with this many tasks (default 50): far too many for the
         # small, frequent commits of a streaming loader.
         "spark.databricks.delta.snapshotPartitions": str(settings.shuffle_partitions),
+        # The loaders cache a micro-batch for the length of the batch only; compressing the
+        # cache's columns cost a third of the bronze batch's first job (`bench/loader.py`).
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",

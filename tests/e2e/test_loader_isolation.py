@@ -1,6 +1,7 @@
 """One bad feed never stops the loader: a poisoned topic is set aside, a registry outage is
 retried without quarantining anything, and a deleted topic does not stop the query."""
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,13 +18,14 @@ from typer.testing import CliRunner
 from hub_cli.main import app
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.settings import KafkaSettings
+from registry.wire import frame
 from spark_loaders.bronze import BronzeLoader
 from spark_loaders.feed_status import FeedStatusBook
 from spark_loaders.lifecycle import stop_between_batches
 from spark_loaders.replay import replay
 from spark_loaders.settings import LoaderSettings
 from tests.support.hub_client import bearer, unique_topic
-from tests.support.loader import create_topic, live_count, produce_avro, register
+from tests.support.loader import create_topic, live_count, produce, produce_avro, register
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -137,6 +139,44 @@ def test_a_poisoned_topic_is_quarantined_whole_while_the_other_topic_lands_in_th
     assert live_count(spark, _table("bronze", poisoned)) == 3
     book = FeedStatusBook.in_checkpoints(settings.checkpoint_dir)
     assert book.get(poisoned).state == "landing"  # type: ignore[union-attr]
+
+
+def test_undecodable_payloads_are_counted_and_quarantined_while_the_rest_of_the_batch_lands(
+    spark: SparkSession,
+    api_url: str,
+    admin_key: str,
+    kafka_bootstrap: str,
+    loader_settings: LoaderSettings,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    topic = unique_topic("iso")
+    create_topic(kafka_bootstrap, topic, partitions=1)
+    visit_id = register(api_url, admin_key, f"{topic}-value", EVENT)
+    produce_avro(kafka_bootstrap, topic, visit_id, EVENT, [{"page": "/a", "n": 1}])
+    # Framed with the topic's own writer id, but no Visit datum: a truncated string.
+    broken = produce(kafka_bootstrap, topic, [frame(visit_id, b"\x10/a"), frame(visit_id, b"")])
+    produce_avro(kafka_bootstrap, topic, visit_id, EVENT, [{"page": "/b", "n": 2}])
+    settings = _settings(loader_settings, tmp_path, topic)
+    caplog.set_level(logging.INFO, logger="spark_loaders.bronze")
+
+    assert _land_once(spark, settings, kafka_bootstrap) is None
+
+    table = _table("bronze", topic)
+    assert sorted(r["page"] for r in spark.table(table).collect()) == ["/a", "/b"]
+    held = spark.table(_table("quarantine", topic)).collect()
+    assert sorted((r["_hub_partition"], r["_hub_offset"]) for r in held) == sorted(broken)
+    assert {r["_hub_reason_code"] for r in held} == {"PAYLOAD_UNDECODABLE"}
+    assert f"{table} <- 4 records: 2 landed, 2 quarantined" in caplog.text
+
+    # A batch with nothing undecodable adds no commit to quarantine.
+    quarantine_commits = spark.sql(f"DESCRIBE HISTORY {_table('quarantine', topic)}").count()
+    produce_avro(kafka_bootstrap, topic, visit_id, EVENT, [{"page": "/c", "n": 3}])
+    assert _land_once(spark, settings, kafka_bootstrap) is None
+    assert live_count(spark, table) == 3
+    assert f"{table} <- 1 records: 1 landed" in caplog.text
+    history = spark.sql(f"DESCRIBE HISTORY {_table('quarantine', topic)}").count()
+    assert history == quarantine_commits
 
 
 class _FlakyRegistry:

@@ -21,7 +21,7 @@ def test_undecodable_records_not_counted_in_advance_are_said_to_be_possible() ->
     note = landing_note(6, 1, unsure=True)
     assert (
         note
-        == "6 records: up to 5 landed, 1 quarantined, undecodable ones of a new writer quarantined"
+        == "6 records: up to 5 landed, 1 quarantined, undecodable ones quarantined"
     )
 
 
