@@ -3,6 +3,8 @@
 import collections
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -113,6 +115,24 @@ class HubMetrics:
             self.dead_lettered.labels(feed).inc(dead_lettered)
         for reason, count in rejected.items():
             self.rejected.labels(feed, reason).inc(count)
+
+
+@dataclass(frozen=True, slots=True)
+class _RouteName:
+    """What `RequestMetrics` reads of a matched route: its path template."""
+
+    path: str
+
+
+@cache
+def _route_name(template: str) -> _RouteName:
+    return _RouteName(template)
+
+
+def name_route(scope: Scope, template: str) -> None:
+    """Label a request that is answered before routing with its route's path `template`, as
+    routing would: `RequestMetrics` reads the matched route's `path` from the scope."""
+    scope["route"] = _route_name(template)
 
 
 class RequestMetrics:

@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hub_api.auth import PRINCIPAL_SCOPE_KEY, require_caller
 from hub_api.errors import hub_error_response
+from hub_api.metrics import name_route
 from hub_api.publish_routes import RECORDS_PATH, Gateway, publish_request
 from hub_api.settings import AuthMode
 from hub_core.errors import HubError
@@ -31,15 +32,6 @@ _SUFFIX = "/records"
 _MAX_IDEMPOTENCY_KEY = 255  # as the route's `Idempotency-Key` header parameter
 _ON_ERROR = {"reject": OnError.REJECT, "dlq": OnError.DLQ}
 _ATOMIC = {"true": True, "false": False}
-
-
-class _Route:
-    """What `RequestMetrics` reads of a matched route: its path template."""
-
-    path = RECORDS_PATH
-
-
-_ROUTE = _Route()
 
 
 class PublishLane:
@@ -60,7 +52,7 @@ class PublishLane:
         if idempotency_key is not None and len(idempotency_key) > _MAX_IDEMPOTENCY_KEY:
             await self._app(scope, receive, send)  # FastAPI words the validation error
             return
-        scope["route"] = _ROUTE  # the request metrics label it with the route's template
+        name_route(scope, RECORDS_PATH)
         if self._gateway is None:  # the app's services exist once its lifespan started
             self._gateway = Gateway.of(request.app.state)
         try:

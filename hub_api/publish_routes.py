@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic_core import to_json
@@ -18,7 +18,6 @@ from pydantic_core import to_json
 from catalog.types import Feed, Principal
 from hub_api.auth import Caller, require_owner
 from hub_api.batches import parse_publish_body
-from hub_api.deps import Feeds, Idempotency, Metrics, PublisherDep, Settings
 from hub_api.metrics import HubMetrics
 from hub_api.openapi import raw_body
 from hub_api.publish_models import PublishPublic, RecordsIn, publish_answer
@@ -49,6 +48,13 @@ class Gateway:
                    state.metrics)  # fmt: skip
 
 
+def _gateway(request: Request) -> Gateway:
+    return Gateway.of(request.app.state)
+
+
+GatewayDep = Annotated[Gateway, Depends(_gateway)]
+
+
 @router.post(
     "/feeds/{topic}/records",
     response_model=PublishPublic,
@@ -57,11 +63,7 @@ class Gateway:
 async def publish_records(
     topic: str,
     request: Request,
-    feeds: Feeds,
-    publisher: PublisherDep,
-    idempotency: Idempotency,
-    settings: Settings,
-    metrics: Metrics,
+    gateway: GatewayDep,
     caller: Caller,
     on_error: Annotated[OnError, Query(description="`reject` or `dlq` invalid records.")] = (
         OnError.REJECT
@@ -75,7 +77,6 @@ async def publish_records(
     the error status of the first failure when none was. A retry with the same
     `Idempotency-Key` gets the first answer and publishes nothing again.
     """
-    gateway = Gateway(feeds, publisher, idempotency, settings, metrics)
     return await publish_request(
         gateway,
         request,

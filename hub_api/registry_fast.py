@@ -11,15 +11,15 @@ route reads the database and fills the cache), a query string, a body other than
 `{"schema": ..., "schemaType": "AVRO"}`, a caller the route would refuse.
 """
 
-import json
 from typing import Any
 from urllib.parse import parse_qsl
 
-from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hub_api.auth import PRINCIPAL_SCOPE_KEY
-from hub_api.limits import DEFAULT_MAX_DEPTH, json_depth_exceeds
+from hub_api.batches import load_json
+from hub_api.limits import DEFAULT_MAX_DEPTH
+from hub_api.metrics import name_route
 from hub_api.registry_routes import lookup_answer, schema_answer
 from hub_api.settings import ApiSettings, AuthMode
 from hub_core.errors import HubError
@@ -36,7 +36,6 @@ class CachedRegistryReads:
 
     def __init__(self, app: ASGIApp) -> None:
         self._app = app
-        self._routes: dict[str, Route] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -66,7 +65,7 @@ class CachedRegistryReads:
         stored = registry.cached_stored_schema(schema_id=SchemaId(schema_id))
         if stored is None:
             return False
-        self._label(scope, "/schemas/ids/{schema_id}")
+        name_route(scope, "/schemas/ids/{schema_id}")
         await schema_answer(stored)(scope, receive, send)
         return True
 
@@ -92,24 +91,12 @@ class CachedRegistryReads:
         if found is None:
             await self._app(scope, replay, send)
             return
-        self._label(scope, "/subjects/{subject}")
+        name_route(scope, "/subjects/{subject}")
         await lookup_answer(found)(scope, replay, send)
 
     def _registry(self, scope: Scope) -> RegistryService | None:
         service: RegistryService | None = getattr(scope["app"].state, "registry", None)
         return service
-
-    def _label(self, scope: Scope, path: str) -> None:
-        """Name the route in the scope, as routing would, for the request metrics."""
-        if not self._routes:
-            self._routes = {
-                route.path: route
-                for route in scope["app"].router.routes
-                if isinstance(route, Route)
-            }
-        route = self._routes.get(path)
-        if route is not None:
-            scope["route"] = route
 
 
 def _may_read(scope: Scope) -> bool:
@@ -168,11 +155,9 @@ async def _read_body(receive: Receive) -> tuple[bytes, Receive]:
 def _plain_avro_schema(raw: bytes, max_depth: int) -> str | None:
     """The schema text of `{"schema": "...", "schemaType": "AVRO"}` (type optional); None for
     any other body, which the route then reads, checks and answers itself."""
-    if json_depth_exceeds(raw, max_depth):
-        return None
     try:
-        body: Any = json.loads(raw)
-    except (ValueError, RecursionError):
+        body: Any = load_json(raw, max_depth=max_depth)
+    except HubError:
         return None
     if not isinstance(body, dict) or not body.keys() <= _BODY_KEYS:
         return None

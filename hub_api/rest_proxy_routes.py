@@ -20,7 +20,7 @@ from hub_api.batches import parse_batch
 from hub_api.deps import Feeds, Metrics, PublisherDep, Registry, Settings
 from hub_api.errors import UnsupportedMediaType
 from hub_api.openapi import raw_body
-from hub_api.publish_routes import publish_target
+from hub_api.publish_routes import GatewayDep, publish_target
 from hub_api.rest_proxy_models import (
     AVRO_V2_MEDIA_TYPE,
     KafkaJSONResponse,
@@ -106,10 +106,7 @@ async def produce_records_v3(
     cluster_id: str,
     topic: str,
     request: Request,
-    feeds: Feeds,
-    publisher: PublisherDep,
-    settings: Settings,
-    metrics: Metrics,
+    gateway: GatewayDep,
     caller: Caller,
     on_error: Annotated[
         OnError, Query(description="`dlq` (default) or `reject` records that fail validation.")
@@ -127,7 +124,7 @@ async def produce_records_v3(
     cluster id is not checked: the hub answers for the Kafka cluster it writes to.
     """
     try:
-        feed, _codecs = await publish_target(feeds, publisher, topic)
+        feed, _codecs = await publish_target(gateway.feeds, gateway.publisher, topic)
     except FeedNotFound:
         return JSONResponse(
             {
@@ -148,10 +145,7 @@ async def produce_records_v3(
         request,
         cluster_id=cluster_id,
         topic=topic,
-        feeds=feeds,
-        publisher=publisher,
-        settings=settings,
-        metrics=metrics,
+        gateway=gateway,
         on_error=on_error,
     )
 

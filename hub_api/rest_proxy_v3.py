@@ -36,19 +36,15 @@ from starlette.types import Receive, Scope, Send
 
 from hub_api.batches import JsonStream, validate
 from hub_api.errors import BodyTooLarge
-from hub_api.metrics import HubMetrics
-from hub_api.publish_routes import publish_target
+from hub_api.publish_routes import Gateway, publish_target
 from hub_api.rest_proxy_models import ProduceDataV3In, ProduceRecordV3In
-from hub_api.settings import ApiSettings
 from hub_core.errors import ErrorCode, HubError
 from hub_core.naming import TopicName, dlq_topic, value_subject
 from publish.errors import ProxyErrorCode, ProxyRefused
-from publish.feeds import FeedService
 from publish.publisher import (
     IncomingRecord,
     OnError,
     PreparedBatch,
-    Publisher,
     PublishResult,
     SentBatch,
 )
@@ -90,20 +86,14 @@ class ProduceStream(Response):
         *,
         cluster_id: str,
         topic: str,
-        feeds: FeedService,
-        publisher: Publisher,
-        settings: ApiSettings,
-        metrics: HubMetrics,
+        gateway: Gateway,
         on_error: OnError,
     ) -> None:
         super().__init__(status_code=200, media_type=self.media_type)
         self._request = request
         self._cluster_id = cluster_id
         self._topic = topic
-        self._feeds = feeds
-        self._publisher = publisher
-        self._settings = settings
-        self._metrics = metrics
+        self._gateway = gateway
         self._on_error = on_error
         self._dlq = dlq_topic(TopicName(topic))
         self._value_subject = value_subject(TopicName(topic))
@@ -132,7 +122,7 @@ class ProduceStream(Response):
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _read(self, groups: "asyncio.Queue[_Group | _Failed | None]") -> None:
-        stream = JsonStream(max_depth=self._settings.max_json_depth)
+        stream = JsonStream(max_depth=self._gateway.settings.max_json_depth)
         try:
             async for chunk in self._request.stream():
                 if chunk:
@@ -148,7 +138,7 @@ class ProduceStream(Response):
             await groups.put(
                 _Failed(
                     ErrorCode.PAYLOAD_TOO_LARGE,
-                    f"The stream sent more than {self._settings.max_body_bytes} bytes "
+                    f"The stream sent more than {self._gateway.settings.max_body_bytes} bytes "
                     "(HUB_API_MAX_BODY_BYTES); the records before this report were answered. "
                     "Send the rest in a new request.",
                 )
@@ -172,14 +162,16 @@ class ProduceStream(Response):
         try:
             # Per group, so that a long stream takes up a new schema version as the feed
             # route does; from memory, nearly always.
-            _feed, codecs = await publish_target(self._feeds, self._publisher, self._topic)
+            _feed, codecs = await publish_target(
+                self._gateway.feeds, self._gateway.publisher, self._topic
+            )
         except HubError as exc:  # the feed was deleted, the registry is unavailable
             all_refused: dict[int, HubError | ProxyRefused] = dict.fromkeys(
                 range(len(documents)), exc
             )
             return _Group(None, all_refused, len(documents), started, 0)
         batch = PreparedBatch(records, codecs, on_error=self._on_error)
-        sent = await self._publisher.send_async(codecs, batch)
+        sent = await self._gateway.publisher.send_async(codecs, batch)
         return _Group(sent, refused, len(documents), started, int(time.time() * 1000))
 
     async def _reports(self, group: _Group | _Failed) -> bytes:
@@ -190,7 +182,9 @@ class ProduceStream(Response):
         results = None
         if group.sent is not None:
             outcome = await group.sent.outcome()
-            self._metrics.record_publish(self._topic, outcome, time.perf_counter() - group.started)
+            self._gateway.metrics.record_publish(
+                self._topic, outcome, time.perf_counter() - group.started
+            )
             results = iter(zip(outcome.results, group.sent.batch.prepared, strict=True))
             published = self._published(group.sent, group.produced_ms)
         for position in range(group.size):
