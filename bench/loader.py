@@ -8,7 +8,8 @@ the two says what that costs.
 Figures, each for both jobs, in one Spark session, on one local Kafka broker:
 
 - throughput: records landed per second catching up a topic of N records (availableNow),
-  beside a raw consume ceiling: one confluent-kafka consumer reading the same topic through;
+  median of `--repeats` runs taking turns, after both jobs warmed up on a smaller topic; beside
+  a raw consume ceiling: one confluent-kafka consumer reading the same topic through;
 - freshness: a steady publisher (1 partition, `--rate` records/s for `--duration` s) while the
   job runs with a 1 s trigger; a reader polls the table, and a record's freshness is the time
   from its Kafka acknowledgement to the first poll that sees it (p50, p95);
@@ -32,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -60,7 +62,8 @@ SCHEMA = {
     ],
 }
 
-Starter = Callable[[str, bool], tuple[StreamingQuery, str]]
+# (topic, availableNow, run number) -> the query and its table's path
+Starter = Callable[[str, bool, int], tuple[StreamingQuery, str]]
 
 
 @dataclass
@@ -78,6 +81,8 @@ class Figures:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000, help="records for throughput")
+    parser.add_argument("--repeats", type=int, default=3, help="throughput runs of each job")
+    parser.add_argument("--warmup", type=int, default=100_000, help="records to warm up on")
     parser.add_argument("--rate", type=int, default=1000, help="records/s for freshness")
     parser.add_argument("--duration", type=int, default=30, help="seconds of freshness run")
     args = parser.parse_args()
@@ -95,16 +100,9 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
         kafka = KafkaSettings(bootstrap_servers=bootstrap)
         print(f"Spark up; driver RSS {_rss(spark)[0]:.0f} MB", flush=True)
 
-        bulk = "bench.bulk"
-        create_topic(bootstrap, bulk, partitions=2)
-        schema_id = register(api_url, "unused-auth-is-off", f"{bulk}-value", SCHEMA)
-        print(f"publishing {args.records} records to {bulk}", flush=True)
-        for first in range(0, args.records, 10_000):
-            values = [
-                {"n": n, "page": f"/p/{n % 50}", "sent_ms": 0}
-                for n in range(first, min(first + 10_000, args.records))
-            ]
-            produce_avro(bootstrap, bulk, schema_id, SCHEMA, values)
+        bulk, warmup = "bench.bulk", "bench.warmup"
+        for topic, records in ((bulk, args.records), (warmup, args.warmup)):
+            _fill(bootstrap, api_url, topic, records)
 
         ceiling = _consume_ceiling(bootstrap, bulk, args.records)
         print(f"raw consume ceiling: {ceiling:.0f} records/s (one confluent-kafka consumer)")
@@ -112,25 +110,34 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
         hub = Figures("hub bronze loader")
         base = Figures("minimal job")
         starters: list[tuple[Figures, Starter]] = [
-            (base, lambda topic, once: _minimal(spark, home, kafka, topic, once)),
-            (hub, lambda topic, once: _hub(spark, settings, home, kafka, topic, once)),
+            (base, lambda topic, once, run: _minimal(spark, home, kafka, topic, once, run)),
+            (hub, lambda topic, once, run: _hub(spark, settings, home, kafka, topic, once, run)),
         ]
         for figures, start in starters:
-            print(f"throughput: {figures.name} catching up {args.records} records", flush=True)
-            began = time.monotonic()
-            query, _ = start(bulk, True)
-            query.awaitTermination()
-            elapsed = time.monotonic() - began
-            figures.throughput = args.records / elapsed
-            figures.rss_mb, figures.peak_rss_mb = _rss(spark)
-            _print_job_names(spark, str(query.runId), 1)
+            print(f"warm-up: {figures.name} catching up {args.warmup} records", flush=True)
+            start(warmup, True, 0)[0].awaitTermination()
+        rates: dict[str, list[float]] = {base.name: [], hub.name: []}
+        for run in range(1, args.repeats + 1):
+            # Taking turns, so neither job always runs on a machine the other just warmed.
+            for figures, start in starters if run % 2 else starters[::-1]:
+                print(f"throughput {run}: {figures.name}, {args.records} records", flush=True)
+                began = time.monotonic()
+                query, _ = start(bulk, True, run)
+                query.awaitTermination()
+                rates[figures.name].append(args.records / (time.monotonic() - began))
+                print(f"  {rates[figures.name][-1]:.0f} records/s; {_durations(query)}")
+                _print_job_names(spark, str(query.runId), 1)
+                rss = _rss(spark)
+                figures.rss_mb, figures.peak_rss_mb = rss[0], max(rss[1], figures.peak_rss_mb)
+        for figures in (base, hub):
+            figures.throughput = statistics.median(rates[figures.name])
 
         for index, (figures, start) in enumerate(starters):
             topic = f"bench.fresh{index}"
             create_topic(bootstrap, topic, partitions=1)
             topic_schema = register(api_url, "unused-auth-is-off", f"{topic}-value", SCHEMA)
             print(f"freshness: {figures.name}, {args.rate}/s for {args.duration} s", flush=True)
-            query, path = start(topic, False)
+            query, path = start(topic, False, 0)
             acked: dict[int, float] = {}
             publisher = threading.Thread(
                 target=_publish_steadily,
@@ -151,6 +158,25 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
             rss = _rss(spark)
             figures.rss_mb, figures.peak_rss_mb = rss[0], max(rss[1], figures.peak_rss_mb)
     _report(base, hub, args, ceiling)
+
+
+def _fill(bootstrap: str, api_url: str, topic: str, records: int) -> None:
+    create_topic(bootstrap, topic, partitions=2)
+    schema_id = register(api_url, "unused-auth-is-off", f"{topic}-value", SCHEMA)
+    print(f"publishing {records} records to {topic}", flush=True)
+    for first in range(0, records, 10_000):
+        values = [
+            {"n": n, "page": f"/p/{n % 50}", "sent_ms": 0}
+            for n in range(first, min(first + 10_000, records))
+        ]
+        produce_avro(bootstrap, topic, schema_id, SCHEMA, values)
+
+
+def _durations(query: StreamingQuery) -> str:
+    """Where the catch-up's one batch spent its time, as the query's progress reports it."""
+    progress: dict[str, Any] = query.lastProgress or {}
+    parts: dict[str, int] = progress.get("durationMs", {})
+    return ", ".join(f"{name} {ms / 1000:.1f} s" for name, ms in sorted(parts.items()))
 
 
 def _consume_ceiling(bootstrap: str, topic: str, records: int) -> float:
@@ -188,21 +214,27 @@ def _hub(
     kafka: KafkaSettings,
     topic: str,
     once: bool,
+    run: int,
 ) -> tuple[StreamingQuery, str]:
+    """The loader landing `topic` anew: the table of an earlier run is dropped first."""
     own = settings.model_copy(
         update={
             "topic_pattern": topic.replace(".", "\\."),
-            "checkpoint_dir": home / "checkpoints" / f"hub-{topic}",
+            "checkpoint_dir": home / "checkpoints" / f"hub-{topic}-{run}",
         }
     )
+    table = topic.replace(".", "_")
+    path = settings.warehouse_dir / "bronze.db" / table
+    spark.sql(f"DROP TABLE IF EXISTS bronze.{table}")
+    shutil.rmtree(str(path), ignore_errors=True)
     query = BronzeLoader(spark, own, kafka).start(available_now=once)
-    return query, str(settings.warehouse_dir / "bronze.db" / topic.replace(".", "_"))
+    return query, str(path)
 
 
 def _minimal(
-    spark: SparkSession, home: Path, kafka: KafkaSettings, topic: str, once: bool
+    spark: SparkSession, home: Path, kafka: KafkaSettings, topic: str, once: bool, run: int
 ) -> tuple[StreamingQuery, str]:
-    path = str(home / "minimal" / topic)
+    path = str(home / "minimal" / f"{topic}-{run}")
     stream = (
         spark.readStream.format("kafka")
         .options(**spark_options(kafka))
@@ -216,7 +248,7 @@ def _minimal(
         )
         .select("v.*", "_hub_partition", "_hub_offset")
         .writeStream.format("delta")
-        .option("checkpointLocation", str(home / "checkpoints" / f"minimal-{topic}"))
+        .option("checkpointLocation", str(home / "checkpoints" / f"minimal-{topic}-{run}"))
     )
     trigger = {"availableNow": True} if once else {"processingTime": "1 second"}
     return stream.trigger(**trigger).start(path), path
@@ -314,7 +346,10 @@ def _rss(spark: SparkSession) -> tuple[float, float]:
 
 def _report(base: Figures, hub: Figures, args: argparse.Namespace, ceiling: float) -> None:
     print()
-    print(f"bronze loader vs minimal job: {args.records} records, freshness at {args.rate}/s")
+    print(
+        f"bronze loader vs minimal job: {args.records} records (median of {args.repeats}), "
+        f"freshness at {args.rate}/s"
+    )
     print(
         f"{'job':<20}{'records/s':>12}{'fresh p50 s':>13}{'fresh p95 s':>13}"
         f"{'jobs/batch':>12}{'addBatch ms':>13}{'RSS MB':>9}{'peak MB':>9}"
