@@ -7,6 +7,19 @@ twice and pays fastavro's per-call set-up, which for small records costs more th
 `direct_writer` compiles a schema, once, into closures that check each value's type and write
 its Avro binary in the same walk.
 
+Two types take their natural JSON text rather than their datum, because that text is what
+publishers and connectors hold and turning it into the datum is the costly part:
+
+- `bytes` and `fixed` (a `decimal` on a fixed included, which the general path also reads as
+  bytes) take base64 text, decoded by the general path's own `convert_bytes`;
+- a `decimal` on `bytes` takes an `int` or plain decimal text (`-?[0-9]+(.[0-9]+)?`, what
+  PostgreSQL sends for a `numeric`), read exactly into its unscaled integer: never rounded. Text
+  with more fraction digits than the scale (even zeros: `"1.50"` for scale 1) or more digits
+  than the precision allows is not written; nor is any other spelling (an exponent, `"+1"`,
+  spaces, `"NaN"`) or a `decimal.Decimal`, which the general path refuses. The bytes are
+  fastavro's: the unscaled integer in big-endian two's complement, in one byte more than its
+  magnitude's bit length needs (so -128 takes two bytes, as fastavro writes it).
+
 Any value that is not exactly in shape (a missing field left to its default, an ISO-8601
 timestamp, a number given as text, a value that is invalid) makes the writer give up on the
 record by raising `NotDirect`; the caller then takes the general path (`CompiledSchema`:
@@ -14,17 +27,19 @@ conversion, then fastavro), which converts it or words its error. The writer the
 decides what is valid, only how to write what is plainly valid, and its bytes are fastavro's
 (`tests/unit/registry/test_compiled.py` compares them on generated schemas and values).
 
-Schemas with a type the writer does not handle (bytes, fixed, float, decimal and the other
-logical types but the integer timestamps and dates, unions other than a type and null,
-recursive records) get no direct writer.
+Schemas with a type the writer does not handle (float, the logical types but decimals, the
+integer timestamps and dates, unions other than a type and null, recursive records, a decimal
+whose precision and scale the registry would refuse) get no direct writer.
 """
 
+import re
 import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from registry.avro import find_named, remember_named
-from registry.errors import NotDirect
+from registry.errors import InvalidRecord, NotDirect
+from registry.serde import convert_bytes
 
 # Appends the Avro binary of a value to the buffer, or raises NotDirect.
 Write = Callable[[bytearray, Any], None]
@@ -40,6 +55,12 @@ _INTEGER_LOGICAL = {
 }
 _SMALL = [bytes([n]) for n in range(128)]
 _pack_double = struct.Struct("<d").pack
+# Decimal text written directly; `Decimal()` takes more (exponents, signs, spaces, underscores,
+# non-ASCII digits, NaN), which the general path reads.
+_PLAIN_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?").fullmatch
+# Decimal text becomes at most 2 * precision + 2 digits for `int()`, which reads 4,300 by
+# default (`sys.get_int_max_str_digits`); the registry holds topic subjects to 38 anyway.
+_MAX_DECIMAL_PRECISION = 2000
 
 
 class _Unsupported(Exception):
@@ -88,7 +109,12 @@ class _Compiler:
         if logical is not None:
             if logical in _INTEGER_LOGICAL and _INTEGER_LOGICAL[logical][0] == kind:
                 return _integer(_INTEGER_LOGICAL[logical][1])
-            if logical in ("decimal", "uuid", "time-millis", "time-micros", "duration"):
+            if logical == "decimal" and kind == "bytes":
+                return _decimal(*_precision_scale(schema))
+            # The general path reads a decimal on a fixed as the fixed's bytes, as below.
+            if logical == "decimal" and kind != "fixed":
+                raise _Unsupported(logical)
+            if logical in ("uuid", "time-millis", "time-micros", "duration"):
                 raise _Unsupported(logical)
             # Any other logical type is ignored, as Avro says: the underlying type is written.
         if kind in _PRIMITIVES:
@@ -98,6 +124,9 @@ class _Compiler:
         if kind == "enum":
             self._remember(schema, ns)
             return _enum(schema["symbols"])
+        if kind == "fixed":
+            self._remember(schema, ns)
+            return _fixed(schema["size"])
         if kind == "array":
             return _array(self.write(schema["items"], ns))
         if kind == "map":
@@ -162,6 +191,17 @@ def _string(out: bytearray, value: Any) -> None:
     out += encoded
 
 
+def _bytes(out: bytearray, value: Any) -> None:
+    if type(value) is not str:
+        raise NotDirect
+    try:
+        raw = convert_bytes(value, "$")
+    except InvalidRecord:  # not base64: the general path says so at the field's path
+        raise NotDirect from None
+    _write_long(out, len(raw))
+    out += raw
+
+
 _PRIMITIVES: dict[str, Write] = {
     "null": _null,
     "boolean": _boolean,
@@ -169,7 +209,64 @@ _PRIMITIVES: dict[str, Write] = {
     "long": _integer(_LONG),
     "double": _double,
     "string": _string,
+    "bytes": _bytes,
 }
+
+
+def _precision_scale(schema: Mapping[str, Any]) -> tuple[int, int]:
+    """A decimal's precision and scale, if they are those the registry accepts."""
+    precision, scale = schema.get("precision"), schema.get("scale", 0)
+    if type(precision) is not int or type(scale) is not int:
+        raise _Unsupported("decimal")
+    if not 0 <= scale <= precision or not 1 <= precision <= _MAX_DECIMAL_PRECISION:
+        raise _Unsupported("decimal")
+    return precision, scale
+
+
+def _decimal(precision: int, scale: int) -> Write:
+    """A decimal on bytes, from an `int` or plain decimal text; see the module docstring."""
+    limit = 10**precision  # unscaled values are below it in magnitude
+    factor = 10**scale
+    padding = ["0" * (scale - n) for n in range(scale + 1)]  # by number of fraction digits
+    longest = precision + 3  # a sign, "0." and the digits; longer text has leading zeros
+
+    def decimal(out: bytearray, value: Any) -> None:
+        if type(value) is str:
+            if len(value) > longest or _PLAIN_DECIMAL(value) is None:
+                raise NotDirect
+            whole, _, fraction = value.partition(".")
+            if len(fraction) > scale:  # the general path refuses it: it is never rounded
+                raise NotDirect
+            unscaled = int(whole + fraction + padding[len(fraction)])
+        elif type(value) is int:
+            unscaled = value * factor
+        else:
+            raise NotDirect
+        if not -limit < unscaled < limit:
+            raise NotDirect
+        raw = unscaled.to_bytes((abs(unscaled).bit_length() + 8) // 8, "big", signed=True)
+        _write_long(out, len(raw))
+        out += raw
+
+    return decimal
+
+
+def _fixed(size: Any) -> Write:
+    if type(size) is not int:
+        raise _Unsupported("fixed")
+
+    def fixed(out: bytearray, value: Any) -> None:
+        if type(value) is not str:
+            raise NotDirect
+        try:
+            raw = convert_bytes(value, "$")
+        except InvalidRecord:
+            raise NotDirect from None
+        if len(raw) != size:
+            raise NotDirect
+        out += raw
+
+    return fixed
 
 
 def _enum(symbols: list[str]) -> Write:
