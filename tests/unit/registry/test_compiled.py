@@ -517,3 +517,19 @@ def test_bytes_and_fixed_from_base64_are_written_as_fastavro_writes_them() -> No
     for bad in ({**value, "data": b"\x00"}, {**value, "pair": "AAEC"}, {**value, "data": "!"}):
         with pytest.raises(InvalidRecord):
             converter.to_message(bad, SchemaId(7))
+
+
+def test_wide_decimals_are_written_as_the_general_path_writes_them() -> None:
+    """Past 63 bytes the length takes two; past 308 digits there is no direct writer, since the
+    general path refuses values beyond a double's range."""
+    for precision in (400, 300):
+        document = {"type": "record", "name": "Wide", "fields": [
+            {"name": "n", "type": {"type": "bytes", "logicalType": "decimal",
+                                   "precision": precision, "scale": 3}},
+        ]}  # fmt: skip
+        schema = parse(json.dumps(document))
+        assert (direct_writer(schema.resolved) is None) == (precision > 308)
+        for text in ("9" * (precision - 3) + ".999", "-" + "9" * 150 + ".5", "1" + "0" * 152):
+            messages_match({"n": text}, schema)
+    written = compiled(schema).to_message({"n": "9" * 297}, SchemaId(7))  # precision 300
+    assert len(written) > 5 + 2 + 64
