@@ -24,6 +24,8 @@ from registry.wire import frame, unframe
 _INT_RANGE = (-(2**31), 2**31 - 1)
 _LONG_RANGE = (-(2**63), 2**63 - 1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH_DATE = date(1970, 1, 1)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def encode(value: Any, *, schema: AvroSchema, schema_id: SchemaId) -> bytes:
@@ -243,26 +245,38 @@ def _timestamp(unit: int) -> Callable[[Any, str, Mapping[str, Any]], int]:
     def convert(value: Any, path: str, _schema: Mapping[str, Any]) -> int:
         if isinstance(value, str):
             try:
-                moment = datetime.fromisoformat(value)
+                micros = epoch_micros(value)
             except ValueError as exc:
                 raise InvalidRecord(
                     f"{path}: {value!r} is not an ISO-8601 timestamp "
                     "(e.g. 2024-05-01T12:00:00Z) or an epoch number.",
                     path=path,
                 ) from exc
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=UTC)
-            delta = moment - _EPOCH
-            return (delta // timedelta(microseconds=1)) * unit // 1_000_000
+            return micros * unit // 1_000_000
         return _integer(_LONG_RANGE, "long")(value, path)
 
     return convert
 
 
+def epoch_micros(text: str) -> int:
+    """Microseconds since the epoch of ISO-8601 timestamp text (UTC if it names no offset), as
+    the timestamp types read it; `ValueError` if it is not such text."""
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def epoch_days(text: str) -> int:
+    """Days since the epoch of ISO-8601 date text, as the date type reads it; `ValueError` if
+    it is not such text."""
+    return (date.fromisoformat(text) - _EPOCH_DATE).days
+
+
 def _date(value: Any, path: str, _schema: Mapping[str, Any]) -> int:
     if isinstance(value, str):
         try:
-            return (date.fromisoformat(value) - date(1970, 1, 1)).days
+            return epoch_days(value)
         except ValueError as exc:
             raise InvalidRecord(f"{path}: {value!r} is not an ISO-8601 date.", path=path) from exc
     return _integer(_INT_RANGE, "int")(value, path)

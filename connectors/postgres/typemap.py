@@ -5,6 +5,15 @@ Values arrive as text in each type's output format, both from `pgoutput` and fro
 with `DateStyle=ISO`, `TimeZone=UTC`, `bytea_output=hex` and `extra_float_digits=3` so that text
 is unambiguous and lossless.
 
+Each converter returns the value in the shape the direct Avro writer takes as it is
+(`registry/binary.py`), so a row is written in one walk instead of being converted again by
+the Publisher: timestamps and dates become epoch numbers, read by the very functions the
+Publisher would read their text with (`registry.serde.epoch_micros`, `epoch_days`), and
+numeric(p,s) stays its exact text, which the writer reads into the decimal's unscaled integer.
+Text those functions do not read (`infinity`, BC dates, years past 9999, a numeric `NaN`) is
+passed on as it came, and the Publisher refuses the record as it always did: the bytes of every
+record, and every refusal, are what they were when each value was passed on as text.
+
 Decisions worth knowing:
 - numeric(p,s) becomes an Avro decimal; unconstrained `numeric` becomes a string, because Avro
   decimals need a fixed scale and a wrong guess would round values. So does numeric(p,s) with
@@ -23,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from registry.schema_rules import SPARK_MAX_DECIMAL_PRECISION
+from registry.serde import epoch_days, epoch_micros
 
 # A converter turns a column's text into the value the Avro encoder takes.
 Converter = Callable[[str], Any]
@@ -74,6 +84,20 @@ def _text(text: str) -> str:
     return text
 
 
+def _timestamp(text: str) -> int | str:
+    try:
+        return epoch_micros(text)
+    except ValueError:  # infinity, BC, past 9999: the Publisher refuses the text, as before
+        return text
+
+
+def _date(text: str) -> int | str:
+    try:
+        return epoch_days(text)
+    except ValueError:
+        return text
+
+
 def _float(text: str) -> float:
     return float(text)
 
@@ -101,7 +125,7 @@ _SCALARS: dict[int, tuple[str, ColumnType]] = {
     701: ("double precision", ColumnType(avro="double", convert=_float)),
     1042: ("character", _STRING),
     1043: ("character varying", _STRING),
-    1082: ("date", ColumnType(avro={"type": "int", "logicalType": "date"}, convert=_text)),
+    1082: ("date", ColumnType(avro={"type": "int", "logicalType": "date"}, convert=_date)),
     1083: (
         "time",
         ColumnType(avro={"type": "long", "logicalType": "time-micros"}, convert=_time_micros),
@@ -110,13 +134,13 @@ _SCALARS: dict[int, tuple[str, ColumnType]] = {
         "timestamp",
         ColumnType(
             avro={"type": "long", "logicalType": "local-timestamp-micros"},
-            convert=_text,
+            convert=_timestamp,
             doc="Timestamp without time zone (wall-clock time).",
         ),
     ),
     1184: (
         "timestamptz",
-        ColumnType(avro={"type": "long", "logicalType": "timestamp-micros"}, convert=_text),
+        ColumnType(avro={"type": "long", "logicalType": "timestamp-micros"}, convert=_timestamp),
     ),
     2950: ("uuid", ColumnType(avro={"type": "string", "logicalType": "uuid"}, convert=_text)),
     3802: ("jsonb", _JSON),

@@ -5,21 +5,25 @@ schemas with cleaning rules and on values that fit them, nearly fit them, or do 
 """
 
 import base64
+import io
 import itertools
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
 from typing import Any
 
+import fastavro
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hub_core.errors import HubError
 from registry.avro import AvroSchema, parse
+from registry.binary import direct_writer
 from registry.cleaning import clean, compile_rules, has_rules
 from registry.compiled import CompiledSchema, compiled
-from registry.errors import InvalidSchema
+from registry.errors import InvalidRecord, InvalidSchema, NotDirect
 from registry.serde import encode, to_datum
 from registry.types import SchemaId
 
@@ -159,21 +163,31 @@ def records(draw: st.DrawFn, names: Callable[[], str], depth: int = 0) -> dict[s
 
 
 DIRECT_LEAVES: list[Any] = [
-    "null", "boolean", "int", "long", "double", "string",
+    "null", "boolean", "int", "long", "double", "string", "bytes",
     {"type": "long", "logicalType": "timestamp-millis"},
     {"type": "long", "logicalType": "local-timestamp-micros"},
     {"type": "int", "logicalType": "date"},
+    {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2},
+    {"type": "bytes", "logicalType": "decimal", "precision": 38, "scale": 9},
+    {"type": "bytes", "logicalType": "decimal", "precision": 3, "scale": 3},
+    {"type": "bytes", "logicalType": "decimal", "precision": 5},
 ]  # fmt: skip
 
 
 @st.composite
 def direct_schemas(draw: st.DrawFn, names: Callable[[], str], depth: int = 0) -> Any:
-    kinds = ["leaf", "leaf", "enum", "nullable"] + (["record", "array", "map"] if depth < 2 else [])
+    kinds = ["leaf", "leaf", "enum", "fixed", "nullable"]
+    kinds += ["record", "array", "map"] if depth < 2 else []
     kind = draw(st.sampled_from(kinds))
     if kind == "leaf":
         return draw(st.sampled_from(DIRECT_LEAVES))
     if kind == "enum":
         return {"type": "enum", "name": names(), "symbols": ["NEW", "Paid", "done"]}
+    if kind == "fixed":
+        fixed = {"type": "fixed", "name": names(), "size": 2}
+        if draw(st.booleans()):  # the general path reads it as the fixed's bytes all the same
+            fixed |= {"logicalType": "decimal", "precision": 4, "scale": 1}
+        return fixed
     if kind == "nullable":
         branch = draw(st.sampled_from(DIRECT_LEAVES[1:]))
         return ["null", branch] if draw(st.booleans()) else [branch, "null"]
@@ -208,8 +222,16 @@ def in_shape(schema: Any) -> st.SearchStrategy[Any]:
         return st.one_of(st.integers(-(2**63), 2**63 - 1), EDGES)
     if kind == "double":
         return st.floats(allow_nan=False)
+    if kind == "bytes" and schema.get("logicalType") == "decimal":
+        return decimal_texts(schema["precision"], schema.get("scale", 0))
     if kind == "string":
         return st.text(max_size=200)
+    if kind == "bytes":
+        return st.binary(max_size=20).map(lambda b: base64.b64encode(b).decode())
+    if kind == "fixed":
+        return st.binary(min_size=schema["size"], max_size=schema["size"]).map(
+            lambda b: base64.b64encode(b).decode()
+        )
     if kind == "enum":
         return st.sampled_from(schema["symbols"])
     if kind == "array":
@@ -217,6 +239,26 @@ def in_shape(schema: Any) -> st.SearchStrategy[Any]:
     if kind == "map":
         return st.dictionaries(st.text(max_size=3), in_shape(schema["values"]), max_size=4)
     return st.fixed_dictionaries({f["name"]: in_shape(f["type"]) for f in schema["fields"]})
+
+
+# Decimal text the general path reads but the direct writer leaves to it, or refuses.
+ODD_DECIMALS = st.sampled_from([
+    "1e2", "1E-2", "+1", " 1", "1 ", "1_0", "\u0661\u0662", ".5", "5.", "-.5", "NaN", "-NaN",
+    "sNaN", "Infinity", "-Infinity", "inf", "", "-", "1.2.3", "0x10", "00000000000000000012.5",
+    "1.50", "-0.000", "0.0000000000", "9" * 50, "-" + "9" * 39, "0." + "0" * 40,
+])  # fmt: skip
+
+
+def decimal_texts(precision: int, scale: int) -> st.SearchStrategy[Any]:
+    """Plain decimal text around the schema's limits, ints, and spellings only Decimal takes."""
+    whole = st.integers(-(10 ** (precision - scale + 1)), 10 ** (precision - scale + 1))
+    fraction = st.text(alphabet="0123456789", min_size=1, max_size=scale + 1)
+    plain = st.builds(lambda w, f: f"{w}.{f}", whole, fraction)
+    negative_fraction = fraction.map(lambda f: f"-0.{f}")
+    return st.one_of(
+        plain, plain, negative_fraction, whole.map(str), whole, ODD_DECIMALS,
+        st.decimals(allow_nan=True, places=scale), st.just(b"\x01"), st.booleans(),
+    )  # fmt: skip
 
 
 def fresh_names() -> Callable[[], str]:
@@ -405,3 +447,89 @@ def test_long_arrays_maps_and_strings_are_written_as_fastavro_writes_them() -> N
     direct = converter.to_message(value, SchemaId(7))
     assert direct == converter.encode(converter.to_datum(value), SchemaId(7))
     assert direct == encode(value, schema=schema, schema_id=SchemaId(7))
+
+
+DECIMAL_RECORD = {"type": "record", "name": "Order", "fields": [
+    {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12,
+                                "scale": 2}},
+    {"name": "wide", "type": ["null", {"type": "bytes", "logicalType": "decimal",
+                                       "precision": 38, "scale": 10}], "default": None},
+]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("amount", "wide"),
+    [
+        ("0.00", None), ("-0.00", "0"), ("0", "-0.0000000000"), ("1.28", "1"),
+        ("-1.28", "-128"), ("-1.27", "-0.0000000001"), ("-327.68", "32767"),
+        ("9999999999.99", "9" * 28 + "." + "9" * 10),
+        ("-9999999999.99", "-" + "9" * 28 + "." + "9" * 10),
+        ("12.3", "0.5"), ("007.50", "-00.25"), (12, -(10**27)),
+    ],
+)  # fmt: skip
+def test_decimal_text_is_written_directly_as_fastavro_writes_its_decimal(
+    amount: Any, wide: Any
+) -> None:
+    schema = parse(json.dumps(DECIMAL_RECORD))
+    converter = compiled(schema)
+    value = {"amount": amount, "wide": wide}
+    write = direct_writer(schema.resolved)
+    assert write is not None
+    direct = bytearray()
+    write(direct, value)  # no NotDirect: the value is in shape
+    assert bytes(direct) == converter.encode(converter.to_datum(value), SchemaId(7))[5:]
+    decoded: Any = fastavro.schemaless_reader(io.BytesIO(direct), schema.parsed, None)
+    assert decoded["amount"] == Decimal(amount)
+    assert decoded["wide"] == (None if wide is None else Decimal(wide))
+
+
+@pytest.mark.parametrize(
+    "amount",
+    ["1.234", "1.230", "0.001", "10000000000.00", "-10000000000", "NaN", "Infinity", "1e-3",
+     Decimal("1.23"), 1.5, True],
+)  # fmt: skip
+def test_a_decimal_the_general_path_refuses_is_refused_never_rounded(amount: Any) -> None:
+    schema = parse(json.dumps(DECIMAL_RECORD))
+    value = {"amount": amount, "wide": None}
+    write = direct_writer(schema.resolved)
+    assert write is not None
+    with pytest.raises(NotDirect):
+        write(bytearray(), value)
+    with pytest.raises(InvalidRecord) as raised:
+        compiled(schema).to_message(value, SchemaId(7))
+    assert raised.value.path == "$.amount"
+
+
+def test_bytes_and_fixed_from_base64_are_written_as_fastavro_writes_them() -> None:
+    schema = parse(json.dumps({"type": "record", "name": "Blob", "fields": [
+        {"name": "data", "type": "bytes"},
+        {"name": "pair", "type": {"type": "fixed", "name": "Pair", "size": 2,
+                                  "logicalType": "decimal", "precision": 4, "scale": 1}},
+        {"name": "other", "type": ["null", "Pair"]},
+    ]}))  # fmt: skip
+    converter = compiled(schema)
+    value = {"data": base64.b64encode(bytes(range(256))).decode(), "pair": "//8=", "other": "AAE="}
+    write = direct_writer(schema.resolved)
+    assert write is not None
+    direct = bytearray()
+    write(direct, value)
+    assert bytes(direct) == encode(value, schema=schema, schema_id=SchemaId(7))[5:]
+    for bad in ({**value, "data": b"\x00"}, {**value, "pair": "AAEC"}, {**value, "data": "!"}):
+        with pytest.raises(InvalidRecord):
+            converter.to_message(bad, SchemaId(7))
+
+
+def test_wide_decimals_are_written_as_the_general_path_writes_them() -> None:
+    """Past 63 bytes the length takes two; past 308 digits there is no direct writer, since the
+    general path refuses values beyond a double's range."""
+    for precision in (400, 300):
+        document = {"type": "record", "name": "Wide", "fields": [
+            {"name": "n", "type": {"type": "bytes", "logicalType": "decimal",
+                                   "precision": precision, "scale": 3}},
+        ]}  # fmt: skip
+        schema = parse(json.dumps(document))
+        assert (direct_writer(schema.resolved) is None) == (precision > 308)
+        for text in ("9" * (precision - 3) + ".999", "-" + "9" * 150 + ".5", "1" + "0" * 152):
+            messages_match({"n": text}, schema)
+    written = compiled(schema).to_message({"n": "9" * 297}, SchemaId(7))  # precision 300
+    assert len(written) > 5 + 2 + 64
