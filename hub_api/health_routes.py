@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -76,7 +76,7 @@ async def readyz(request: Request) -> JSONResponse:
 def metrics(request: Request) -> Response:
     """Prometheus metrics in the text exposition format."""
     collectors: HubMetrics = request.app.state.metrics
-    return Response(generate_latest(collectors.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(collectors.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 
 def _database_answers(engine: Engine) -> str:

@@ -1,13 +1,24 @@
-"""Prometheus metrics of the API: records by outcome and reason, latencies per feed and route."""
+"""Prometheus metrics of the API: records by outcome and reason, latencies per feed and route.
+
+With several worker processes (`HUB_API_WORKERS`), a scrape reaches one of them, so each
+worker's figures would be a part only. The server then runs the workers in `prometheus_client`'s
+multiprocess mode: it gives them an empty directory (`PROMETHEUS_MULTIPROC_DIR`, set before
+they start, since `prometheus_client` reads it when imported), each worker writes its values to
+files there, and `/metrics` in any worker adds up every worker's files. Counters and histograms
+sum; the gauge of connector state consumers sums over the live workers, each worker bringing its
+own value up to date as it finishes a request.
+"""
 
 import collections
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from publish.publisher import PublishOutcome
@@ -15,6 +26,13 @@ from publish.publisher import PublishOutcome
 # Label children kept per feed and per (method, route, status); past this many, forgotten.
 _MAX_REMEMBERED = 10_000
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+# Where worker processes keep their values in multiprocess mode (`prometheus_client`'s name).
+MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def multiprocess_dir() -> str | None:
+    """The directory shared by the server's workers, or None in a single process."""
+    return os.environ.get(MULTIPROCESS_DIR_ENV) or None
 
 
 class HubMetrics:
@@ -22,6 +40,9 @@ class HubMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._multiprocess_dir = multiprocess_dir()
+        # Gauges kept from a function, set again in multiprocess mode (see `refresh`).
+        self._refreshers: list[Callable[[], None]] = []
         self.accepted = Counter(
             "hub_records_accepted", "Records Kafka acknowledged.", ["feed"], registry=self.registry
         )
@@ -88,11 +109,35 @@ class HubMetrics:
     def follow_connector_consumers(self, count: Callable[[], int]) -> None:
         """Export how many Kafka consumers were built to read connector state: one per worker
         while every connectors request is answered from its cache."""
-        Gauge(
+        gauge = Gauge(
             "hub_connector_state_consumers",
             "Kafka consumers built so far to read the connector state topics.",
             registry=self.registry,
-        ).set_function(count)
+            multiprocess_mode="livesum",
+        )
+        if self._multiprocess_dir is None:
+            gauge.set_function(count)
+        else:  # another worker reads this one's value from its file
+            self._refreshers.append(lambda: gauge.set(count()))
+            gauge.set(count())
+
+    @property
+    def multiprocess(self) -> bool:
+        return self._multiprocess_dir is not None
+
+    def refresh(self) -> None:
+        """Write this worker's function-kept gauges to its files (multiprocess mode)."""
+        for refresh in self._refreshers:
+            refresh()
+
+    def exposition(self) -> bytes:
+        """The text exposition of every metric: of all workers in multiprocess mode."""
+        if self._multiprocess_dir is None:
+            return generate_latest(self.registry)
+        self.refresh()
+        every_worker = CollectorRegistry()
+        MultiProcessCollector(every_worker, path=self._multiprocess_dir)
+        return generate_latest(every_worker)
 
     def record_publish(self, feed: str, outcome: PublishOutcome, seconds: float) -> None:
         """Count a request's records by outcome (one increment per outcome, not per record)."""
@@ -141,6 +186,7 @@ class RequestMetrics:
     def __init__(self, app: ASGIApp, *, metrics: HubMetrics) -> None:
         self._app = app
         self._metrics = metrics
+        self._refresh = metrics.multiprocess
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -164,3 +210,5 @@ class RequestMetrics:
             count, timer = self._metrics.request_children(method, template, status)
             count.inc()
             timer.observe(time.perf_counter() - started)
+            if self._refresh:
+                self._metrics.refresh()

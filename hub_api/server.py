@@ -20,9 +20,11 @@ import gc
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +34,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from hub_api.app import create_app
+from hub_api.metrics import MULTIPROCESS_DIR_ENV
 from hub_api.settings import ApiSettings
 from hub_kafka.settings import KafkaSettings
 from registry.settings import RegistrySettings
@@ -125,6 +128,15 @@ class _Supervisor:
         listening_socket(self._settings, reuse_port=True).close()
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
+        # The workers' metrics, in one empty directory for this run (`hub_api.metrics`).
+        metrics_dir = tempfile.mkdtemp(prefix="hub-api-metrics-")
+        os.environ[MULTIPROCESS_DIR_ENV] = metrics_dir
+        try:
+            self._run_workers()
+        finally:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+    def _run_workers(self) -> None:
         for worker in self._workers:
             worker.start()
         log.info(

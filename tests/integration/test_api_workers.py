@@ -99,7 +99,9 @@ def _connections(pid: int, port: int) -> int:
     return count
 
 
-def test_both_workers_take_connections_and_publish_atomically(server: Server) -> None:
+def test_both_workers_take_connections_publish_atomically_and_count_in_every_scrape(
+    server: Server,
+) -> None:
     workers = server.workers()
     assert len(workers) == 2
     key = create_key(server.database, team="ticks")
@@ -127,6 +129,24 @@ def test_both_workers_take_connections_and_publish_atomically(server: Server) ->
     # taking none has a chance of 1 in 32,768.
     assert all(count > 0 for count in taken.values()), taken
     assert sum(taken.values()) == 16
+
+    # Whichever worker answers a scrape, it counts what both workers did.
+    for _ in range(8):  # a new connection each: the kernel picks the worker
+        samples = _samples(httpx.get(f"{server.url}/metrics", timeout=30).text)
+        assert samples[f'hub_records_accepted_total{{feed="{topic}"}}'] == 32
+        route = '{method="POST",route="/v1/feeds/{topic}/records",status="200"}'
+        assert samples[f"hub_http_requests_total{route}"] == 16
+        assert samples[f'hub_publish_request_seconds_count{{feed="{topic}"}}'] == 16
+
+
+def _samples(exposition: str) -> dict[str, float]:
+    """{name{labels}: value} of a Prometheus text exposition."""
+    found = {}
+    for line in exposition.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            found[name] = float(value)
+    return found
 
 
 def test_sigterm_stops_every_worker(server: Server) -> None:
