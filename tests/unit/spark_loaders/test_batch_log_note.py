@@ -19,10 +19,7 @@ def test_a_batch_split_between_bronze_and_quarantine_gives_both_counts() -> None
 
 def test_undecodable_records_not_counted_in_advance_are_said_to_be_possible() -> None:
     note = landing_note(6, 1, unsure=True)
-    assert (
-        note
-        == "6 records: up to 5 landed, 1 quarantined, undecodable ones quarantined"
-    )
+    assert note == "6 records: up to 5 landed, 1 quarantined, undecodable ones quarantined"
 
 
 def test_a_refused_table_change_names_the_reason() -> None:
