@@ -45,12 +45,15 @@ def load_run(
     from hub_core.health import HealthServer
     from hub_kafka.settings import KafkaSettings
     from spark_loaders import LoaderSettings, spark_session
+    from spark_loaders.metrics import LOADER_METRICS
     from spark_loaders.runner import run_streams
     from spark_loaders.silver.runner import Downstream
 
     # Built with the option, not copied: the master is validated like HUB_LOADER_MASTER.
     settings = LoaderSettings(master=master) if master else LoaderSettings()
-    health = HealthServer(settings.health_host, settings.health_port, name="loader")
+    health = HealthServer(
+        settings.health_host, settings.health_port, name="loader", metrics=LOADER_METRICS.registry
+    )
     with health, spark_session(settings) as spark:
         downstream = Downstream(spark, settings, warehouse=_model_paths(warehouse or []))
         if not once:

@@ -10,6 +10,7 @@ serves with the standard library's WSGI server.
 - `GET /readyz`: the process does its work: 200 when the last `report(None)` said so, else 503
   with the reason last reported ("starting", a failed connector, a query waiting for the
   registry). Until the first report the reason is "starting".
+- `GET /metrics`: the process's Prometheus metrics, when it was given a registry of them.
 
 Bodies are JSON: `{"status": "ok"}` or `{"status": "unavailable", "reason": "..."}`.
 """
@@ -22,6 +23,8 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +42,17 @@ class HealthServer:
     """`/healthz` and `/readyz` on `host:port` while used as a context manager; with no port
     (the setting left unset) nothing is served, and `report` costs nothing."""
 
-    def __init__(self, host: str, port: int | None, *, name: str, stall_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int | None,
+        *,
+        name: str,
+        stall_s: float = 120.0,
+        metrics: CollectorRegistry | None = None,
+    ) -> None:
         self._host = host
+        self._metrics = metrics
         self._port = port
         self._name = name
         self._stall_s = stall_s
@@ -101,6 +113,13 @@ class HealthServer:
                 reason = f"the main loop has not run for {stalled_s:.0f} s"
                 return _answer(start_response, "503 Service Unavailable", _down(reason))
             return _answer(start_response, "200 OK", {"status": "ok"})
+        if path == "/metrics" and self._metrics is not None:
+            data = generate_latest(self._metrics)
+            start_response(
+                "200 OK",
+                [("Content-Type", CONTENT_TYPE_LATEST), ("Content-Length", str(len(data)))],
+            )
+            return [data]
         if path == "/readyz":
             if not_ready is not None:
                 return _answer(start_response, "503 Service Unavailable", _down(not_ready))

@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from hub_core.config_file import apply_config_file
 from hub_core.health import HealthServer
 from hub_kafka.settings import KafkaSettings
+from spark_loaders.metrics import LOADER_METRICS
 from spark_loaders.runner import run_streams
 from spark_loaders.session import SAFE_CONF, lock_down, spark_session
 from spark_loaders.settings import LoaderSettings
@@ -28,7 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     apply_config_file()  # HUB_CONFIG_FILE, as `hub load run` reads it
     settings = LoaderSettings()
-    health = HealthServer(settings.health_host, settings.health_port, name="loader")
+    health = HealthServer(
+        settings.health_host, settings.health_port, name="loader", metrics=LOADER_METRICS.registry
+    )
     with health, _session(settings, submitted=args.submitted) as spark:
         queries = run_streams(
             spark, settings, KafkaSettings(), available_now=args.once, health=health

@@ -18,6 +18,7 @@ import functools
 import logging
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -37,6 +38,7 @@ from spark_loaders.errors import RegistryUnavailable
 from spark_loaders.feed_status import FeedStatusBook
 from spark_loaders.isolation import FailureKind, as_transient, classify, describe
 from spark_loaders.kafka_access import check_kafka_access
+from spark_loaders.metrics import LOADER_METRICS
 from spark_loaders.quarantine import QuarantineReason, quarantine_rows, quarantine_table
 from spark_loaders.reprocess import SwapRequests, insert_missing
 from spark_loaders.schemas import REGISTRY_BACKOFF, RegistryClient
@@ -59,6 +61,7 @@ class _Progress:
     quarantine records that are already in bronze."""
 
     bronze_written: bool = False
+    quarantined_whole: bool = False
 
 
 class BronzeLoader:
@@ -120,6 +123,7 @@ class BronzeLoader:
         return writer.start()
 
     def _write_batch(self, batch: DataFrame, batch_id: int) -> None:
+        began = time.monotonic()
         merge_through = self._swaps.apply_pending(
             self._spark,
             self._tables,
@@ -177,6 +181,7 @@ class BronzeLoader:
         finally:
             batch.unpersist()
         self._swaps.settle(batch_id)
+        LOADER_METRICS.batch(QUERY_NAME, time.monotonic() - began)
 
     def _land_contained(
         self,
@@ -217,6 +222,10 @@ class BronzeLoader:
             if classify(error) is not FailureKind.FEED:
                 raise
             note = self._set_aside(records, topic, error, batch_id, ingested_at, progress)
+            if progress.quarantined_whole:
+                LOADER_METRICS.quarantined(
+                    bronze_table(TopicName(topic)), {QuarantineReason.LANDING_FAILED.value: total}
+                )
             return f"{total} records: {note}"
         self.statuses.landing(topic, batch_id=batch_id)
         return note
@@ -254,6 +263,7 @@ class BronzeLoader:
                     version=batch_id,
                     partitioned=False,
                 )
+                progress.quarantined_whole = True
                 self.statuses.set_aside(
                     topic,
                     FeedState.QUARANTINING,
@@ -325,6 +335,12 @@ class BronzeLoader:
         # Unframed records and writers the driver refused (unknown, unresolvable) never decode.
         rejected = sum(n for k, n in counts.items() if k is None or k not in decoded.decoders)
         note = landing_note(total, rejected)
+        # For the metrics: records landed, and quarantined by reason code.
+        landed = 0
+        reasons: Counter[str] = Counter()
+        for key, records_of_writer in counts.items():
+            if key in decoded.rejected:
+                reasons[decoded.rejected[key].value] += records_of_writer
         if decoded.landed is not None:
             reader = decoded.reader.text if decoded.reader else None
             rows = with_comments(
@@ -347,6 +363,7 @@ class BronzeLoader:
                 note = landing_note(
                     total, total, why=f"{QuarantineReason.TYPE_CHANGE_UNSUPPORTED}: {message}"
                 )
+                reasons[QuarantineReason.TYPE_CHANGE_UNSUPPORTED.value] += total - rejected
             else:
                 self._write(rows, table, batch_id, merge=merge)
                 progress.bronze_written = True
@@ -356,6 +373,9 @@ class BronzeLoader:
                     quarantined.append(decoded.undecodable)
                     check_empty = bad is None and not decoded.known_rejected
                 note = landing_note(total, rejected + (bad or 0), unsure=bad is None)
+                if bad is not None:  # else Delta held the batch already: nothing landed now
+                    landed = total - rejected - bad
+                    reasons[QuarantineReason.PAYLOAD_UNDECODABLE.value] += bad
         if quarantined:
             rows = quarantined[0]
             for more in quarantined[1:]:
@@ -368,6 +388,8 @@ class BronzeLoader:
                     version=batch_id,
                     partitioned=False,
                 )
+        LOADER_METRICS.landed(table, landed)
+        LOADER_METRICS.quarantined(table, reasons)
         return note
 
     def _apply_comments(self, table: str, reader: str | None) -> None:

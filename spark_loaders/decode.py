@@ -68,6 +68,9 @@ class DecodedTopic:
     known_rejected: list[DataFrame] = field(default_factory=list)
     # The (writer, reader) schema texts each decoded writer id was read with.
     decoders: dict[SchemaId, tuple[str, str]] = field(default_factory=dict)
+    # Why the records of each writer id the driver refused are in `known_rejected` (None: the
+    # records without a Confluent frame).
+    rejected: dict[SchemaId | None, QuarantineReason] = field(default_factory=dict)
     # Per decoded writer: the undecodable payloads, counted by the job that first reads `landed`.
     observations: list[Observation] = field(default_factory=list)
 
@@ -109,6 +112,7 @@ def decode_topic(
     reader = registry.latest(subject, newer_than=ids[-1] if ids else None)
     result = DecodedTopic(None, None, None, reader)
     if unframed:
+        result.rejected[None] = QuarantineReason.NOT_CONFLUENT_FRAMED
         result.known_rejected.append(
             quarantine_rows(
                 records.where(F.col("_hub_schema_id").isNull()),
@@ -127,6 +131,7 @@ def decode_topic(
                 "the deleted version) and run `hub load replay`"
             )
             reason = QuarantineReason.WRITER_SCHEMA_UNKNOWN
+            result.rejected[schema_id] = reason
             result.known_rejected.append(quarantine_rows(rows, reason, message))
             continue
         reader_text = reader.text if reader is not None else writer
@@ -138,6 +143,7 @@ def decode_topic(
                 "Register a compatible version, then run `hub load replay`"
             )
             reason = QuarantineReason.SCHEMA_UNRESOLVABLE
+            result.rejected[schema_id] = reason
             result.known_rejected.append(quarantine_rows(rows, reason, message))
             continue
         decodable.append(schema_id)

@@ -19,6 +19,7 @@ from spark_loaders.bronze import BronzeLoader
 from spark_loaders.isolation import describe, stopped_on_dependency
 from spark_loaders.lifecycle import stop_between_batches
 from spark_loaders.maintenance import ScheduledMaintenance
+from spark_loaders.metrics import LOADER_METRICS
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ def run_streams(
     try:
         while not stop.is_set():
             health.report(None if all(q.isActive for q in queries) else "a query stopped")
+            LOADER_METRICS.follow(q.lastProgress for q in queries)
             for index, query in enumerate(queries):
                 if not query.isActive and _restartable(query, available_now):
                     health.report(

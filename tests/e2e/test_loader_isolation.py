@@ -22,6 +22,7 @@ from registry.wire import frame
 from spark_loaders.bronze import BronzeLoader
 from spark_loaders.feed_status import FeedStatusBook
 from spark_loaders.lifecycle import stop_between_batches
+from spark_loaders.metrics import LOADER_METRICS
 from spark_loaders.replay import replay
 from spark_loaders.settings import LoaderSettings
 from tests.support.hub_client import bearer, unique_topic
@@ -159,15 +160,22 @@ def test_undecodable_payloads_are_counted_and_quarantined_while_the_rest_of_the_
     produce_avro(kafka_bootstrap, topic, visit_id, EVENT, [{"page": "/b", "n": 2}])
     settings = _settings(loader_settings, tmp_path, topic)
     caplog.set_level(logging.INFO, logger="spark_loaders.bronze")
+    table = _table("bronze", topic)
+
+    def metric(name: str, **labels: str) -> float:
+        return LOADER_METRICS.registry.get_sample_value(name, {"table": table, **labels}) or 0.0
 
     assert _land_once(spark, settings, kafka_bootstrap) is None
 
-    table = _table("bronze", topic)
     assert sorted(r["page"] for r in spark.table(table).collect()) == ["/a", "/b"]
     held = spark.table(_table("quarantine", topic)).collect()
     assert sorted((r["_hub_partition"], r["_hub_offset"]) for r in held) == sorted(broken)
     assert {r["_hub_reason_code"] for r in held} == {"PAYLOAD_UNDECODABLE"}
     assert f"{table} <- 4 records: 2 landed, 2 quarantined" in caplog.text
+    # The loader's metrics (served on its health port) count the same.
+    assert metric("hub_loader_records_landed_total") == 2
+    undecodable = {"reason": "PAYLOAD_UNDECODABLE"}
+    assert metric("hub_loader_records_quarantined_total", **undecodable) == 2
 
     # A batch with nothing undecodable adds no commit to quarantine.
     quarantine_commits = spark.sql(f"DESCRIBE HISTORY {_table('quarantine', topic)}").count()
@@ -177,6 +185,8 @@ def test_undecodable_payloads_are_counted_and_quarantined_while_the_rest_of_the_
     assert f"{table} <- 1 records: 1 landed" in caplog.text
     history = spark.sql(f"DESCRIBE HISTORY {_table('quarantine', topic)}").count()
     assert history == quarantine_commits
+    assert metric("hub_loader_records_landed_total") == 3
+    assert metric("hub_loader_records_quarantined_total", **undecodable) == 2
 
 
 class _FlakyRegistry:

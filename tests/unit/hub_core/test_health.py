@@ -64,3 +64,21 @@ def test_the_port_is_free_again_after_the_block() -> None:
         port = server.port
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+
+
+def test_metrics_are_served_when_the_process_keeps_them_and_not_found_otherwise() -> None:
+    from prometheus_client import CollectorRegistry, Counter
+
+    registry = CollectorRegistry()
+    Counter("hub_loader_records_landed", "Landed.", ["table"], registry=registry).labels(
+        "bronze.shop_orders"
+    ).inc(3)
+    with HealthServer("127.0.0.1", 0, name="loader", metrics=registry) as server:
+        served = _get(server, "/metrics")
+    with HealthServer("127.0.0.1", 0, name="connectors") as server:
+        absent = _get(server, "/metrics")
+
+    assert served.status_code == 200
+    assert served.headers["content-type"].startswith("text/plain")
+    assert 'hub_loader_records_landed_total{table="bronze.shop_orders"} 3.0' in served.text
+    assert absent.status_code == 404
