@@ -332,15 +332,14 @@ class BronzeLoader:
         quarantined = list(decoded.known_rejected)
         check_empty = False
         total = sum(counts.values())
-        # Unframed records and writers the driver refused (unknown, unresolvable) never decode.
-        rejected = sum(n for k, n in counts.items() if k is None or k not in decoded.decoders)
-        note = landing_note(total, rejected)
-        # For the metrics: records landed, and quarantined by reason code.
-        landed = 0
+        # Unframed records and writers the driver refused (unknown, unresolvable) never decode;
+        # quarantined records by reason code, and records landed, also go to the metrics.
         reasons: Counter[str] = Counter()
-        for key, records_of_writer in counts.items():
-            if key in decoded.rejected:
-                reasons[decoded.rejected[key].value] += records_of_writer
+        for key, reason in decoded.rejected.items():
+            reasons[reason.value] += counts[key]
+        rejected = reasons.total()
+        note = landing_note(total, rejected)
+        landed = 0
         if decoded.landed is not None:
             reader = decoded.reader.text if decoded.reader else None
             rows = with_comments(

@@ -82,16 +82,16 @@ class DecodedTopic:
         Spark delivers observed metrics through its listener bus, a moment after the job.
         """
         total = 0
+        deadline = time.monotonic() + wait_s
         for observation in self.observations:
+            if observation._jo is None:  # never attached to a DataFrame
+                return None
             # `Observation.get` waits for ever, and a write Delta skips never runs the job.
-            future = observation._jo.future() if observation._jo is not None else None
-            deadline = time.monotonic() + wait_s
-            while future is not None and not future.isCompleted():
+            future = observation._jo.future()
+            while not future.isCompleted():
                 if time.monotonic() >= deadline:
                     return None
                 time.sleep(0.005)
-            if future is None:
-                return None
             total += observation.get["undecodable"]
         return total
 
