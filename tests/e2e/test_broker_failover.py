@@ -155,9 +155,22 @@ def _replication(bootstrap: str, topic: str) -> tuple[int, str]:
             return False
         return True
 
+    replicas: list[int] = []
+
+    def listed() -> bool:
+        # A broker that has not yet applied the topic's metadata lists it with no partitions.
+        try:
+            metadata = admin.list_topics(topic, timeout=10).topics.get(topic)
+        except KafkaException:
+            return False
+        if metadata is None or metadata.error is not None or not metadata.partitions:
+            return False
+        replicas.append(min(len(p.replicas) for p in metadata.partitions.values()))
+        return True
+
     wait_until(described, timeout_s=60, what=f"the configuration of {topic}")
-    partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions.values()
-    return min(len(p.replicas) for p in partitions), configs[-1]["min.insync.replicas"].value
+    wait_until(listed, timeout_s=60, what=f"the partitions of {topic}")
+    return replicas[-1], configs[-1]["min.insync.replicas"].value
 
 
 def _append(path: Path, numbers: range) -> None:
