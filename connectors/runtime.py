@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from connectors.control import State
 from connectors.errors import Stopped
+from connectors.metrics import ConnectorMetrics, SourceLag
 from connectors.offsets import OffsetStore, SourceOffset, SourcePartition, StoredOffset
 from connectors.settings import ConnectSettings
 from hub_core.errors import ErrorCode, HubError, TerminalError
@@ -63,12 +64,15 @@ class SourceContext:
         stop: threading.Event,
         resumed: threading.Event,
         metrics: dict[str, Any] | None = None,
+        lag: SourceLag | None = None,
         on_progress: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
         self.stored = offsets
         # Figures the source reports in its task's status (e.g. a CDC slot's lag in bytes).
         self.metrics: dict[str, Any] = metrics if metrics is not None else {}
+        # Where the source sets its lag for `/metrics`, as often as it looks at its system.
+        self.lag = lag if lag is not None else ConnectorMetrics().source(name)
         self._emit = emit
         self._stop = stop
         self._resumed = resumed
@@ -139,8 +143,10 @@ class FeedSink:
         publisher: Publisher,
         offsets: OffsetStore,
         settings: ConnectSettings,
+        metrics: ConnectorMetrics | None = None,
     ) -> None:
         self._connector = connector
+        self._metrics = metrics if metrics is not None else ConnectorMetrics()
         self._feeds = feeds
         self._registry = registry
         self._publisher = publisher
@@ -198,8 +204,14 @@ class FeedSink:
     def _publish_all(self, batch: Batch) -> None:
         """Publish every record; raise `KafkaUnavailable` (transient) when Kafka did not take
         some, or a terminal error with the code of the first record that failed otherwise."""
-        failures = self._publish(batch)
+        failures, dead_lettered = self._publish(batch)
         if not failures:
+            self._metrics.published(
+                self._connector,
+                batch.topic,
+                records=len(batch.records) - dead_lettered,
+                dead_lettered=dead_lettered + len(batch.rejected),
+            )
             return
         code, message = failures[0]
         if all(c is ErrorCode.KAFKA_UNAVAILABLE for c, _ in failures):
@@ -208,8 +220,11 @@ class FeedSink:
             )
         raise TerminalError(message, code=code)
 
-    def _publish(self, batch: Batch) -> list[tuple[ErrorCode, str]]:
+    def _publish(self, batch: Batch) -> tuple[list[tuple[ErrorCode, str]], int]:
+        """The records that failed, (code, message), and how many records `Publisher` put in
+        the DLQ (the batch's `rejected` not included)."""
         failures: list[tuple[ErrorCode, str]] = []
+        dead_lettered = 0
         if batch.records:
             feed = self._feeds.current(batch.topic)
             version = None
@@ -221,9 +236,12 @@ class FeedSink:
             outcome = self._publisher.publish(
                 feed, batch.records, schema_version=version, on_error=OnError.DLQ
             )
+            # One pass over every result; only the few that failed are looked at again.
+            failed = [r for r in outcome.results if r.error_code is not None]
+            dead_lettered = sum(r.dead_lettered for r in failed)
             failures += [
                 (r.error_code, r.message or "")
-                for r in outcome.results
+                for r in failed
                 if r.error_code is not None and not r.dead_lettered
             ]
         if batch.rejected:
@@ -235,7 +253,7 @@ class FeedSink:
                 for r in self._publisher.dead_letter(feed, unparsed)
                 if not r.dead_lettered and r.error_code is not None
             ]
-        return failures
+        return failures, dead_lettered
 
 
 @dataclass
@@ -273,8 +291,13 @@ class Task:
         on_change: Callable[["Task"], None],
         redact: Callable[[str], str],
         backoff: Backoff,
+        metrics: ConnectorMetrics | None = None,
     ) -> None:
         self.name = name
+        self._metrics = metrics if metrics is not None else ConnectorMetrics()
+        # Shared by every source the task builds: a rebuilt one drops the figures of files it
+        # no longer follows.
+        self._lag = self._metrics.source(name)
         self._build = build
         self._sink = sink
         self._offsets = offsets
@@ -379,6 +402,7 @@ class Task:
             stop=self._stop,
             resumed=self._resumed,
             metrics=self.status.metrics,
+            lag=self._lag,
             on_progress=self._progress,
         )
         source.run(context)
@@ -410,6 +434,7 @@ class Task:
             self._failing_since = time.monotonic()
             self._failing_since_text = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self._failures += 1
+        self._metrics.failed(self.name, notice.error)
         error = self._describe(notice.error)
         limit_s = self._backoff.timeout_s
         self.status.retry = {
@@ -453,6 +478,7 @@ class Task:
                 f"once the cause is fixed.\n{trace}"
             )
         log.error("%s: failed: %s", self.name, self._describe(exc))
+        self._metrics.failed(self.name, exc)
         self.status.retry = None
         self.status.error_code = int(exc.code) if isinstance(exc, HubError) else None
         self._set(State.FAILED, trace=trace)
@@ -465,6 +491,7 @@ class Task:
     def _set(self, state: State, *, trace: str | None = None) -> None:
         """Record and report a state; while retrying, the trace keeps saying why."""
         self.status.state = state
+        self._metrics.state(self.name, state)
         if trace is not None or self.status.retry is None:
             self.status.trace = trace
         self._on_change(self)

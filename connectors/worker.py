@@ -2,7 +2,8 @@
 
 `connect_services` wires the publish path with `publish_services`, as the API does, so
 connectors publish exactly as the gateway does. `Worker` runs connectors as tasks, follows
-pause/resume/restart requests from the configs topic and reports status with a heartbeat.
+pause/resume/restart requests from the configs topic, reports status with a heartbeat and keeps
+the connectors' Prometheus metrics (`metrics.registry`, served by the health server).
 """
 
 import gc
@@ -22,6 +23,7 @@ from connectors.control import (
     now_ms,
 )
 from connectors.errors import ConfigProblem, ConnectorConfigError
+from connectors.metrics import ConnectorMetrics
 from connectors.runtime import FeedSink, Task, task_backoff
 from connectors.settings import ConnectSettings
 from connectors.sources import build_source, secret_values
@@ -85,6 +87,7 @@ class Worker:
         *,
         services: ConnectServices,
         settings: ConnectSettings,
+        metrics: ConnectorMetrics | None = None,
     ) -> None:
         seen: dict[str, LoadedConnector] = {}
         for loaded in connectors:
@@ -97,6 +100,7 @@ class Worker:
             seen[loaded.name] = loaded
         self._connectors = {c.name: c for c in connectors}
         self._services = services
+        self.metrics = metrics if metrics is not None else ConnectorMetrics()
         self._settings = settings
         self._control = services.control
         self._tasks: dict[str, Task] = {}
@@ -174,6 +178,7 @@ class Worker:
             publisher=services.publish.publisher,
             offsets=self._control.offsets,
             settings=self._settings,
+            metrics=self.metrics,
         )
         task = Task(
             loaded.name,
@@ -183,6 +188,7 @@ class Worker:
             on_change=self._report,
             redact=redact,
             backoff=task_backoff(self._settings),
+            metrics=self.metrics,
         )
         self._tasks[loaded.name] = task
         paused = self._control.target_state(loaded.name) is TargetState.PAUSED

@@ -47,6 +47,7 @@ def run(files: ConnectorFiles) -> None:
     """
     from connectors.config import load
     from connectors.errors import ConnectorConfigError
+    from connectors.metrics import ConnectorMetrics
     from connectors.settings import ConnectSettings
     from connectors.worker import Worker, connect_services, settle_garbage_collector
     from hub_core.health import HealthServer
@@ -67,11 +68,15 @@ def run(files: ConnectorFiles) -> None:
         "worker %s running %d connector(s): %s",
         settings.worker_id, len(loaded), ", ".join(c.name for c in loaded),
     )  # fmt: skip
-    health = HealthServer(settings.health_host, settings.health_port, name="connectors")
+    metrics = ConnectorMetrics()
+    health = HealthServer(
+        settings.health_host, settings.health_port, name="connectors", metrics=metrics.registry
+    )
     settle_garbage_collector(settings)
+    worker = Worker(loaded, services=services, settings=settings, metrics=metrics)
     try:
         with health:
-            Worker(loaded, services=services, settings=settings).run(stop, health=health)
+            worker.run(stop, health=health)
     finally:
         services.close()
     log.info("worker %s stopped", settings.worker_id)

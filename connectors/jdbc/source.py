@@ -99,6 +99,7 @@ class JdbcPoller:
     def run(self, context: SourceContext) -> None:
         for target in self._targets:
             target.offset = context.offset(target.partition)
+            self._show_age(target, context)
             context.log.info("%s: polling %s from %s", context.name, target.label,
                              target.offset or "the beginning")  # fmt: skip
         try:
@@ -122,7 +123,14 @@ class JdbcPoller:
         offset = self._position(rows[-1])
         context.emit(Batch(target.topic, target.partition, offset, records=records))
         target.offset = offset
+        self._show_age(target, context)
         return full
+
+    def _show_age(self, target: _Target, context: SourceContext) -> None:
+        """Set the age of the target's position, when it is a timestamp."""
+        if target.offset is not None and "ts" in target.offset:
+            moment = _timestamp(target.offset["ts"], aware=True)
+            context.lag.position_time(target.partition.get("table", "query"), moment)
 
     def _fetch(self, target: _Target) -> tuple[list[dict[str, Any]], bool]:
         source = self._source

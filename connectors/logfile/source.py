@@ -55,6 +55,8 @@ class LogfileTailer:
                 for chunk in chunks:
                     context.emit(self._batch(chunk.partition, chunk.position, chunk.lines,
                                              chunk.oversize))  # fmt: skip
+                # Every chunk handed out is committed now: what is left is unread.
+                context.lag.unread_bytes(tailer.unread())
                 if not any(len(c.lines) + len(c.oversize) == source.batch_size for c in chunks):
                     context.sleep(source.poll_seconds)
         finally:

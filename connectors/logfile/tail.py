@@ -87,6 +87,16 @@ class Tailer:
                 del self._files[identity]
         return chunks
 
+    def unread(self) -> dict[str, int]:
+        """Bytes after the position of the followed files, by path: the path a glob last
+        matched, so a file renamed out of the globs and not read to its end yet adds to the
+        figure of its successor at its old path."""
+        unread: dict[str, int] = {}
+        for followed in self._files.values():
+            size = os.fstat(followed.handle.fileno()).st_size
+            unread[followed.path] = unread.get(followed.path, 0) + max(0, size - followed.offset)
+        return unread
+
     def _discover(self) -> None:
         for followed in self._files.values():
             followed.matched = False

@@ -356,6 +356,7 @@ class _Streamer:
             self._catalog.heartbeat()
         lag = self._catalog.slot_lag_bytes(self._config.slot)
         self._context.metrics["slot_lag_bytes"] = lag
+        self._context.lag.slot_bytes(self._config.slot, lag)
         self._context.metrics["confirmed_lsn"] = format_lsn(int(self._committed["lsn"]))
         log.info(
             "slot %s: confirmed %s, lag %s bytes",

@@ -7,6 +7,7 @@ exception justified where the chart declares it (`kube-score/ignore` annotations
 hub would refuse at start: each connector's rendered file, read by the hub's own loader.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -147,6 +148,45 @@ def test_every_pod_is_hardened_and_sized(values: list[str]) -> None:
                 assert "livenessProbe" in container and "readinessProbe" in container, name
 
 
+@pytest.mark.parametrize("values", VALUES.values(), ids=VALUES.keys())
+def test_probes_and_prometheus_find_the_endpoints_each_process_serves(values: list[str]) -> None:
+    """The loader and connectors answer /healthz, /readyz and /metrics on their health port,
+    the API all of its endpoints on its one port: probes and scrape annotations name them."""
+    deployments = [
+        o for o in _objects(_render(values))
+        if o["kind"] == "Deployment" and not o["metadata"]["name"].endswith("-analyst")
+    ]  # fmt: skip
+    assert len(deployments) == (4 if values else 2)
+    for deployment in deployments:
+        name = deployment["metadata"]["name"]
+        template = deployment["spec"]["template"]
+        (container,) = template["spec"]["containers"]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        served = "http" if name.endswith("-api") else "health"
+        live = "/livez" if name.endswith("-api") else "/healthz"
+        assert container["livenessProbe"]["httpGet"] == {"path": live, "port": served}, name
+        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": served}
+        annotations = template["metadata"]["annotations"]
+        assert annotations["prometheus.io/scrape"] == "true", name
+        assert annotations["prometheus.io/port"] == str(ports[served]), name
+        assert annotations["prometheus.io/path"] == "/metrics", name
+
+
+def test_the_dashboard_is_a_configmap_for_grafanas_sidecar_when_asked_for() -> None:
+    def dashboards(values: list[str]) -> list[dict[str, Any]]:
+        return [
+            o for o in _objects(_render(values))
+            if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-dashboard")
+        ]  # fmt: skip
+
+    assert dashboards(VALUES["default"]) == []
+    (configmap,) = dashboards(VALUES["production"])
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert configmap["metadata"]["annotations"] == {"grafana_folder": "Integration Hub"}
+    shipped = json.loads((CHART / "dashboards" / "hub.json").read_text())
+    assert json.loads(configmap["data"]["integration-hub.json"]) == shipped
+
+
 def test_pods_outlast_the_publish_delivery_timeout() -> None:
     production = yaml.safe_load(PRODUCTION.read_text())
     for values, timeout_ms in (
@@ -211,8 +251,15 @@ def test_the_thrift_server_reads_the_loaders_tables_and_is_reachable_only_as_con
         for peer in metastore["ingress"][0]["from"]
     ]
     assert allowed == ["loader", "analyst"]
-    for quiet in ("loader", "migrations", "connectors"):
-        assert "ingress" not in policies[f"hub-integration-hub-{quiet}"], quiet
+    assert "ingress" not in policies["hub-integration-hub-migrations"]
+    monitoring = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}
+    }
+    for scraped in ("loader", "connectors"):  # only Prometheus, only on the health port
+        assert policies[f"hub-integration-hub-{scraped}"]["ingress"] == [
+            {"ports": [{"port": "health"}], "from": [monitoring]}
+        ], scraped
+    assert monitoring in policies["hub-integration-hub-api"]["ingress"][0]["from"]
 
 
 def test_a_shared_volume_must_be_read_write_many_when_the_thrift_server_reads_it() -> None:
@@ -231,7 +278,7 @@ def test_every_connector_file_the_chart_renders_is_one_the_hub_accepts(
     files = [
         o["data"]["connector.yaml"]
         for o in _objects(_render(VALUES["production"]))
-        if o["kind"] == "ConfigMap"
+        if o["kind"] == "ConfigMap" and "connector.yaml" in o["data"]
     ]
     assert len(files) == 2
     for n, text in enumerate(files):

@@ -6,10 +6,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 
 from tests.support.cdc import CdcEnvironment, Event, libpq_url, replay, wait_for
+from tests.support.metrics import value
 
 pytestmark = pytest.mark.integration
 
@@ -57,6 +59,15 @@ def _execute(dsn: str, *statements: str) -> None:
             conn.execute(statement)  # type: ignore[arg-type]
 
 
+def _metric(cdc: CdcEnvironment, name: str, **labels: str) -> float | None:
+    """A series of connector `shop` in the running connector's `/metrics`."""
+    try:
+        text = httpx.get(cdc.metrics_url, timeout=5).text
+    except httpx.ConnectError:
+        return None
+    return value(text, name, connector="shop", **labels)
+
+
 def _ops(events: list[Event]) -> list[str]:
     return [e.value["op"] if e.value is not None else "tombstone" for e in events]
 
@@ -98,8 +109,19 @@ def test_snapshot_then_stream_every_operation(cdc: CdcEnvironment, postgres_data
         order_events = cdc.read(orders)
         item_events = cdc.read(items)
         audit_events = cdc.read(audit)
+        # Once everything is in Kafka and confirmed, the slot holds no WAL.
+        wait_for(
+            lambda: _metric(cdc, "hub_connector_cdc_slot_lag_bytes", slot="shop_slot") == 0,
+            timeout_s=30,
+            what="the slot's lag to fall to 0 in /metrics",
+        )
+        published = {
+            topic: _metric(cdc, "hub_connector_records_published_total", topic=topic)
+            for topic in (orders, items, audit)
+        }
 
     assert _ops(order_events) == ["r", "r", "c", "u", "d", "tombstone", "c"]
+    assert published == {orders: 7, items: 6, audit: 2}
     snapshot = [e.value for e in order_events[:2] if e.value is not None]
     assert [s["source"]["snapshot"] for s in snapshot] == ["true", "true"]
     first = next(e.value["after"] for e in order_events[:2] if e.key == {"id": 1} and e.value)

@@ -1,46 +1,16 @@
 """`hub connect run`'s health endpoints, as a Kubernetes probe sees them: alive while the
 worker runs; ready while its connectors run, and not once one has FAILED, with its name."""
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import create_engine
 
-from tests.support.connect import ConnectHub, connector_file
-from tests.support.ports import free_port
+from tests.support.connect import ConnectHub, connector_file, serving_worker
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
-
-
-@contextlib.contextmanager
-def _worker(hub: ConnectHub, files: list[Path], log: Path) -> Iterator[str]:
-    """`hub connect run FILES` with its health endpoints on a free port; yields their URL."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HUB_")}
-    env.update({
-        "HUB_REGISTRY_DATABASE_URL": hub.database_url,
-        "HUB_KAFKA_BOOTSTRAP_SERVERS": hub.bootstrap,
-        "HUB_CONNECT_HEALTH_PORT": str(port),
-        "HUB_CONNECT_HEARTBEAT_SECONDS": "0.5",
-    })  # fmt: skip
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "hub_cli.main", "connect", "run", *map(str, files)],
-            env=env, stdout=sink, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0, log.read_text()[-3000:]
 
 
 def _answer(url: str) -> tuple[int, dict[str, str]] | None:
@@ -73,12 +43,12 @@ def test_ready_while_connectors_run_and_not_once_one_failed(
         "incrementing_column": "id", "poll_seconds": 0.2,
     })  # fmt: skip
 
-    with _worker(connect_hub, [running.file], tmp_path / "one.log") as url:
+    with serving_worker(connect_hub, [running.file], tmp_path / "one.log") as url:
         wait_until(lambda: _answer(f"{url}/readyz") == (200, {"status": "ok"}),
                    timeout_s=60, what="the worker to be ready")  # fmt: skip
         assert _answer(f"{url}/healthz") == (200, {"status": "ok"})
 
-    with _worker(connect_hub, [running.file, failing.file], tmp_path / "two.log") as url:
+    with serving_worker(connect_hub, [running.file, failing.file], tmp_path / "two.log") as url:
         wait_until(lambda: _says_failed(f"{url}/readyz"), timeout_s=60,
                    what="the failed connector in /readyz")  # fmt: skip
         assert _answer(f"{url}/readyz") == (

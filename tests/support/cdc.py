@@ -25,6 +25,7 @@ from registry.service import RegistryService
 from registry.store import SchemaStore
 from registry.types import SchemaId
 from registry.wire import unframe
+from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,6 +60,7 @@ class CdcEnvironment:
         self.suffix = uuid.uuid4().hex[:8]
         self._schemas: dict[SchemaId, Any] = {}
         self.starts = 0
+        self.metrics_url = ""  # `/metrics` of the connector process started last
 
     def env(self) -> dict[str, str]:
         return {
@@ -94,10 +96,12 @@ class CdcEnvironment:
     def start(self, file: Path, dsn: str) -> subprocess.Popen[bytes]:
         """`hub connect run FILE` in its own process (so it can be killed)."""
         self.starts += 1
+        port = free_port()
+        self.metrics_url = f"http://127.0.0.1:{port}/metrics"
         log = (self.root / f"{file.stem}.log").open("ab")
         return subprocess.Popen(
             [str(Path(sys.executable).parent / "hub"), "connect", "run", str(file)],
-            env={**self.env(), "CDC_TEST_DSN": dsn},
+            env={**self.env(), "CDC_TEST_DSN": dsn, "HUB_CONNECT_HEALTH_PORT": str(port)},
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=REPO,

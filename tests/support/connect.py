@@ -1,5 +1,10 @@
-"""Running connectors in tests: a worker in a background thread, and its stored offsets."""
+"""Running connectors in tests: a worker in a background thread or as `hub connect run`, and
+its stored offsets."""
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,6 +23,7 @@ from hub_kafka.admin import TopicAdmin
 from hub_kafka.settings import KafkaSettings
 from registry.settings import RegistrySettings
 from tests.support.kafka import read_avro
+from tests.support.ports import free_port
 
 
 def write_config(path: Path, config: dict[str, Any]) -> Path:
@@ -94,6 +100,29 @@ def running_worker(
         thread.join(timeout=60)
         services.close()
         assert not thread.is_alive(), "the worker did not stop"
+
+
+@contextmanager
+def serving_worker(hub: ConnectHub, files: list[Path], log: Path) -> Iterator[str]:
+    """`hub connect run FILES` with its health endpoints on a free port; yields their URL."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HUB_")}
+    env.update({
+        "HUB_REGISTRY_DATABASE_URL": hub.database_url,
+        "HUB_KAFKA_BOOTSTRAP_SERVERS": hub.bootstrap,
+        "HUB_CONNECT_HEALTH_PORT": str(port),
+        "HUB_CONNECT_HEARTBEAT_SECONDS": "0.5",
+    })  # fmt: skip
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "hub_cli.main", "connect", "run", *map(str, files)],
+            env=env, stdout=sink, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0, log.read_text()[-3000:]
 
 
 def stored_offsets(bootstrap: str, name: str) -> dict[str, Any]:

@@ -126,7 +126,7 @@ def test_the_chart_fails_rather_than_render_a_thrift_server_without_authenticati
 
 
 # Maps and lists the docs describe as one value: their keys are free-form.
-_FREE_FORM = {"env", "resources", "podLabels"}
+_FREE_FORM = {"env", "resources", "podLabels", "labels", "annotations"}
 
 
 def _value_paths(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:

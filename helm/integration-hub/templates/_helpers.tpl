@@ -16,6 +16,18 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{/*
+Annotations by which a Prometheus that discovers pods scrapes one: `port` serves /metrics.
+Empty when metrics.scrapeAnnotations is off.
+*/}}
+{{- define "hub.scrapeAnnotations" -}}
+{{- if .root.Values.metrics.scrapeAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- end -}}
+
 {{- define "hub.image" -}}
 image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
 imagePullPolicy: {{ .Values.image.pullPolicy }}

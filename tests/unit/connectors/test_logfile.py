@@ -113,3 +113,23 @@ def test_a_stored_position_resumes_only_the_same_file(tmp_path: Path) -> None:
         max_line_bytes=100,
     )  # fmt: skip
     assert _lines(stranger) == [b"other content"]
+
+
+def test_unread_bytes_follow_each_file_under_its_current_path(tmp_path: Path) -> None:
+    log = tmp_path / "app.log"
+    log.write_bytes(b"a\nb\npart")
+    tailer = Tailer([str(log)], stored={}, start_at_end=False, max_line_bytes=100)
+    assert tailer.unread() == {}  # nothing followed before the first look
+    assert _lines(tailer) == [b"a", b"b"]
+    assert tailer.unread() == {str(log): len(b"part")}
+    with log.open("ab") as handle:
+        handle.write(b"ial\nmore\n")
+    assert tailer.unread() == {str(log): len(b"partial\nmore\n")}
+    log.rename(tmp_path / "app.log.1")
+    log.write_bytes(b"new\n")
+    # The rotated file, out of the glob, still counts under its old path, beside its successor.
+    assert tailer.unread() == {str(log): len(b"partial\nmore\n")}
+    assert sorted(_lines(tailer)) == [b"more", b"new", b"partial"]
+    assert tailer.unread() == {str(log): 0}
+    assert _lines(tailer) == []
+    assert tailer.unread() == {str(log): 0}  # the rotated file, read to its end, is dropped
