@@ -20,7 +20,7 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: setup
-setup: $(VENV)/.installed jdk $(JARS)/.fetched postgres object-store ## Set up everything: venv, JDK and Maven, jars, PostgreSQL, S3 server (idempotent)
+setup: $(VENV)/.installed jdk $(JARS)/.fetched postgres chromium object-store ## Set up everything: venv, JDK and Maven, jars, PostgreSQL, Chromium, S3 server (idempotent)
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@echo "==> Python environment in $(VENV) (pinned by requirements.lock)"
@@ -140,6 +140,17 @@ postgres: ## Install the PostgreSQL server from Debian packages when missing
 	  echo "==> PostgreSQL: installing the Debian package"; \
 	  $(SUDO) apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
+	fi
+
+# The console's tests drive Debian's Chromium through Playwright, which cannot fetch browsers here.
+.PHONY: chromium
+chromium: ## Install Chromium from Debian packages when missing (the console's browser tests)
+	@if [ -x /usr/bin/chromium ]; then \
+	  echo "==> Chromium: $$(/usr/bin/chromium --version 2>/dev/null | head -1)"; \
+	else \
+	  echo "==> Chromium: installing the Debian package"; \
+	  $(SUDO) apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
 	fi
 
 .PHONY: run

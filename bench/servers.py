@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -303,9 +303,10 @@ def _tail(log: Path, chars: int = 3000) -> str:
 
 
 @contextmanager
-def kafka_and_api(home: Path) -> Iterator[tuple[str, str]]:
+def kafka_and_api(home: Path, *, teams: Sequence[str] = ()) -> Iterator[tuple[str, str]]:
     """A local Kafka broker under `home` and an API server on a fresh SQLite database, both
-    stopped on exit: yields (bootstrap servers, API URL)."""
+    stopped on exit: yields (bootstrap servers, API URL). `teams` are created in the database
+    first (each with a key), for servers whose callers create feeds owned by them."""
     broker = LocalBroker(
         KafkaSettings(
             broker_home=home / "kafka",
@@ -318,12 +319,25 @@ def kafka_and_api(home: Path) -> Iterator[tuple[str, str]]:
     try:
         with (
             sqlite_database() as database,
+            _with_teams(database, teams),
             api_server(database.url, bootstrap_servers=broker.bootstrap_servers) as api,
         ):
             yield broker.bootstrap_servers, api.base_url
             print_peak_rss({"Kafka broker": broker.status().pid, "API server": api.pid})
     finally:
         broker.stop()
+
+
+@contextmanager
+def _with_teams(database: Database, teams: Sequence[str]) -> Iterator[None]:
+    if teams:
+        from migrations import migrate
+        from tests.support.hub_client import create_key
+
+        migrate.upgrade(database.url)
+        for team in teams:
+            create_key(database.url, team=team)
+    yield
 
 
 def local_loader_settings(home: Path, **fields: object) -> LoaderSettings:

@@ -13,6 +13,7 @@ from connectors.settings import ConnectSettings
 from hub_api import (
     config_routes,
     connector_routes,
+    console_routes,
     feed_routes,
     health_routes,
     identity_routes,
@@ -21,6 +22,7 @@ from hub_api import (
     rest_proxy_routes,
 )
 from hub_api.auth import KeyVerifier
+from hub_api.console_views import ConsoleViews
 from hub_api.errors import install_error_handlers
 from hub_api.gate import RequestGate
 from hub_api.limits import BodySizeLimit
@@ -31,6 +33,7 @@ from hub_api.publish_models import RecordsIn
 from hub_api.registry_fast import CachedRegistryReads
 from hub_api.rest_proxy_models import ProduceRecordV3In, ProduceRequestIn
 from hub_api.settings import ApiSettings
+from hub_kafka.reader import TopicReader
 from hub_kafka.settings import KafkaSettings
 from publish.feeds import FeedQuotas
 from publish.services import publish_services
@@ -77,6 +80,10 @@ def create_app(
         app.state.keys = KeyVerifier(
             TeamStore(services.engine), cache_seconds=api.key_cache_seconds
         )
+        reader = TopicReader(kafka)
+        app.state.console = ConsoleViews(
+            feeds=services.feeds, registry=services.registry, reader=reader, connectors=connectors
+        )
         log.info(
             "API ready: database %s, Kafka at %s, auth %s",
             services.engine.url.render_as_string(hide_password=True),
@@ -86,6 +93,7 @@ def create_app(
         try:
             yield
         finally:
+            reader.close()
             connectors.close()
             services.close()
 
@@ -114,5 +122,6 @@ def create_app(
     app.include_router(rest_proxy_routes.router)
     app.include_router(connector_routes.router)
     app.include_router(identity_routes.router)
+    app.include_router(console_routes.router)
     install_openapi(app, raw_bodies=(RecordsIn, ProduceRequestIn, ProduceRecordV3In))
     return app

@@ -17,6 +17,10 @@ from publish.feeds import FeedService
 _ANONYMOUS_ADMIN = Principal(key_id="anonymous", team=None, admin=True)
 # Where the request gate (hub_api/gate.py) leaves the caller it verified: a Principal, or None.
 PRINCIPAL_SCOPE_KEY = "hub.principal"
+# The console's key cookie: HttpOnly, Secure, SameSite=Strict and sent only under its path, so
+# a cookie never stands in for a key anywhere else (docs/adr/0036-web-console.md).
+CONSOLE_PATH = "/console"
+CONSOLE_KEY_COOKIE = "hub_console_key"
 
 
 class KeyVerifier:
@@ -52,8 +56,11 @@ class KeyVerifier:
 
 
 def credentials(request: Request) -> str | None:
-    """The API key the request carries, if any."""
+    """The API key the request carries, if any: its `Authorization` header, or under the
+    console's path its key cookie."""
     header = request.headers.get("authorization", "")
+    if not header and _in_console(request.url.path):
+        return request.cookies.get(CONSOLE_KEY_COOKIE) or None
     scheme, _, value = header.partition(" ")
     if scheme.lower() == "bearer" and value:
         return value.strip()
@@ -64,6 +71,15 @@ def credentials(request: Request) -> str | None:
             return None
         return decoded.partition(":")[2] or None
     return None
+
+
+def _in_console(path: str) -> bool:
+    return path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
+
+
+def caller_of(request: Request) -> Principal | None:
+    """The caller's principal, or None without a valid key (pages that sign in ask for one)."""
+    return _caller(request)
 
 
 def _caller(request: Request) -> Principal | None:

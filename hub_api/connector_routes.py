@@ -69,7 +69,9 @@ def connector_offsets(name: str, control: Control, _reader: Reader) -> dict[str,
     }
 
 
-def _authorize(control: ControlPlane, name: str, caller: Principal) -> None:
+def authorize_connector(control: ControlPlane, name: str, caller: Principal) -> None:
+    """403 unless `caller` may control connector `name` (its owner team's key or an admin's);
+    the console's actions pass the same check."""
     owner = TeamName(control.describe(name).owner)
     require_owner(caller, owner, what=f"Connector '{name}'")
 
@@ -77,7 +79,7 @@ def _authorize(control: ControlPlane, name: str, caller: Principal) -> None:
 @router.put("/{name}/pause", status_code=status.HTTP_202_ACCEPTED)
 def pause_connector(name: str, control: Control, caller: Caller) -> Response:
     """Stop reading the source; the position is kept. Needs the owner team's or an admin key."""
-    _authorize(control, name, caller)
+    authorize_connector(control, name, caller)
     control.pause(name)
     return Response(status_code=status.HTTP_202_ACCEPTED)
 
@@ -85,7 +87,7 @@ def pause_connector(name: str, control: Control, caller: Caller) -> Response:
 @router.put("/{name}/resume", status_code=status.HTTP_202_ACCEPTED)
 def resume_connector(name: str, control: Control, caller: Caller) -> Response:
     """Continue a paused connector from its position."""
-    _authorize(control, name, caller)
+    authorize_connector(control, name, caller)
     control.resume(name)
     return Response(status_code=status.HTTP_202_ACCEPTED)
 
@@ -93,6 +95,6 @@ def resume_connector(name: str, control: Control, caller: Caller) -> Response:
 @router.post("/{name}/restart", status_code=status.HTTP_202_ACCEPTED)
 def restart_connector(name: str, control: Control, caller: Caller) -> Response:
     """Stop the connector's task and start it again from its committed position."""
-    _authorize(control, name, caller)
+    authorize_connector(control, name, caller)
     control.restart(name)
     return Response(status_code=status.HTTP_202_ACCEPTED)

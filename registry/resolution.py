@@ -66,6 +66,7 @@ class Field:
     aliases: tuple[str, ...]
     type: "Node"
     has_default: bool
+    default: Any = None  # as written in the schema; meaningful only when `has_default`
 
 
 @dataclass(slots=True, eq=False)
@@ -242,7 +243,9 @@ class _Resolver:
                 self._required(spec, "type", where), namespace=namespace, path=f"{where}/type"
             )
             aliases = tuple(_strings(spec.get("aliases"), path=f"{where}/aliases"))
-            resolved.append(Field(spec["name"], aliases, field_type, "default" in spec))
+            resolved.append(
+                Field(spec["name"], aliases, field_type, "default" in spec, spec.get("default"))
+            )
         return tuple(resolved)
 
     @staticmethod

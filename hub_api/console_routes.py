@@ -1,0 +1,241 @@
+"""The web console at /console: server-rendered pages over the services the API routes use.
+
+A person signs in with an API key; the key is kept in an HttpOnly, Secure, SameSite=Strict
+cookie sent only under /console (`auth.CONSOLE_KEY_COOKIE`), and every page and action is
+authorized by the same rules as the API: `require_owner` for connector control, the owner's
+traces hidden from other teams as `GET /v1/connectors/{name}/status` hides them. See
+docs/console.md and docs/adr/0036-web-console.md.
+"""
+
+from typing import Annotated, Any, Literal
+from urllib.parse import parse_qs, quote
+
+from fastapi import APIRouter, Depends, Query, Request, status
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
+
+from catalog.types import Principal
+from connectors.control import ControlPlane
+from hub_api.auth import CONSOLE_KEY_COOKIE, CONSOLE_PATH, KeyVerifier, caller_of
+from hub_api.connector_routes import authorize_connector
+from hub_api.console_views import INTERVAL_S, INTERVALS, ConsoleViews
+from hub_api.settings import ApiSettings, AuthMode
+from hub_core.errors import HubError
+
+router = APIRouter(prefix=CONSOLE_PATH, include_in_schema=False)
+
+# The console's sections, in the order of its navigation bar: a section is listed once its page
+# exists, so the bar never links to nothing (tables and lineage come later).
+SECTIONS = (("Feeds", f"{CONSOLE_PATH}/feeds"), ("Connectors", f"{CONSOLE_PATH}/connectors"))
+Action = Literal["pause", "resume", "restart"]
+ACTIONS: dict[Action, str] = {"pause": "Pause", "resume": "Resume", "restart": "Restart"}
+_SIGN_IN = f"{CONSOLE_PATH}/sign-in"
+_MAX_KEY_CHARS = 512
+
+_templates = Environment(
+    loader=PackageLoader("hub_api", "templates"),
+    autoescape=select_autoescape(default=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+class _SignInNeeded(Exception):
+    """No valid key: the console answers with its sign-in page."""
+
+
+def _signed_in(request: Request) -> Principal:
+    principal = caller_of(request)
+    if principal is None:
+        raise _SignInNeeded()
+    return principal
+
+
+async def _views(request: Request) -> ConsoleViews:
+    views: ConsoleViews = request.app.state.console
+    return views
+
+
+Views = Annotated[ConsoleViews, Depends(_views)]
+
+
+def _page(
+    request: Request,
+    template: str,
+    *,
+    caller: Principal | None,
+    status_code: int = status.HTTP_200_OK,
+    **context: Any,
+) -> HTMLResponse:
+    html = _templates.get_template(template).render(
+        sections=SECTIONS,
+        path=request.url.path,
+        caller=caller,
+        **context,
+    )
+    response = HTMLResponse(html, status_code=status_code)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Content-Security-Policy"] = (
+        "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    )
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def _error_page(request: Request, caller: Principal | None, exc: HubError) -> HTMLResponse:
+    return _page(
+        request,
+        "error.html",
+        caller=caller,
+        status_code=int(exc.code) // 100,
+        code=int(exc.code),
+        message=exc.message,
+    )
+
+
+def _to_sign_in() -> RedirectResponse:
+    return RedirectResponse(_SIGN_IN, status_code=status.HTTP_303_SEE_OTHER)
+
+
+@router.get("")
+def console_home(request: Request) -> Response:
+    """The feeds page when signed in, else the sign-in page."""
+    try:
+        _signed_in(request)
+    except _SignInNeeded:
+        return _to_sign_in()
+    return RedirectResponse(SECTIONS[0][1], status_code=status.HTTP_303_SEE_OTHER)
+
+
+@router.get("/sign-in")
+def sign_in_page(request: Request) -> HTMLResponse:
+    return _page(request, "sign_in.html", caller=None, problem=None)
+
+
+@router.post("/sign-in")
+async def sign_in(request: Request) -> Response:
+    """Check the key as the API does, then keep it in the console's cookie."""
+    form = parse_qs((await request.body()).decode("utf-8", errors="replace"))
+    key = (form.get("api_key") or [""])[0].strip()
+    settings: ApiSettings = request.app.state.api_settings
+    verifier: KeyVerifier = request.app.state.keys
+    try:
+        principal = (
+            await run_in_threadpool(verifier.verify, key)
+            if key and len(key) <= _MAX_KEY_CHARS
+            else None
+        )
+    except HubError as exc:
+        return _error_page(request, None, exc)
+    if principal is None and settings.auth is not AuthMode.DISABLED:
+        return _page(
+            request,
+            "sign_in.html",
+            caller=None,
+            status_code=status.HTTP_401_UNAUTHORIZED,
+            problem="That key is not a valid API key of this hub. Ask your team for one, "
+            "or create one with `hub key create --team TEAM`.",
+        )
+    response = RedirectResponse(SECTIONS[0][1], status_code=status.HTTP_303_SEE_OTHER)
+    response.set_cookie(
+        CONSOLE_KEY_COOKIE,
+        key,
+        path=CONSOLE_PATH,
+        httponly=True,
+        secure=True,
+        samesite="strict",
+    )
+    return response
+
+
+@router.post("/sign-out")
+def sign_out() -> Response:
+    response = _to_sign_in()
+    response.delete_cookie(
+        CONSOLE_KEY_COOKIE, path=CONSOLE_PATH, httponly=True, secure=True, samesite="strict"
+    )
+    return response
+
+
+@router.get("/feeds")
+def feeds_page(request: Request, views: Views) -> Response:
+    """Every feed with its owner, kind, partitions and records over the last hour."""
+    try:
+        caller = _signed_in(request)
+    except _SignInNeeded:
+        return _to_sign_in()
+    try:
+        rows = views.feed_rows()
+    except HubError as exc:
+        return _error_page(request, caller, exc)
+    return _page(
+        request,
+        "feeds.html",
+        caller=caller,
+        rows=rows,
+        interval_minutes=INTERVAL_S // 60,
+        hours=INTERVALS * INTERVAL_S / 3600,
+    )
+
+
+@router.get("/feeds/{topic}")
+def feed_page(
+    request: Request,
+    topic: str,
+    views: Views,
+    older: Annotated[int | None, Query()] = None,
+    newer: Annotated[int | None, Query()] = None,
+) -> Response:
+    """One feed: schema versions and the diff of two, latest records, dead letters."""
+    try:
+        caller = _signed_in(request)
+    except _SignInNeeded:
+        return _to_sign_in()
+    try:
+        page = views.feed_page(topic, caller, older=older, newer=newer)
+    except HubError as exc:
+        return _error_page(request, caller, exc)
+    return _page(request, "feed.html", caller=caller, page=page, quote=quote)
+
+
+@router.get("/connectors")
+def connectors_page(request: Request, views: Views, done: str | None = None) -> Response:
+    """Every connector: state, position, source figures, errors; controls for its owner."""
+    try:
+        caller = _signed_in(request)
+    except _SignInNeeded:
+        return _to_sign_in()
+    try:
+        connectors = views.connectors(caller)
+    except HubError as exc:
+        return _error_page(request, caller, exc)
+    return _page(
+        request,
+        "connectors.html",
+        caller=caller,
+        connectors=connectors,
+        actions=ACTIONS,
+        done=done if done in ACTIONS else None,
+    )
+
+
+@router.post("/connectors/{name}/{action}")
+def control_connector(request: Request, name: str, action: Action) -> Response:
+    """Pause, resume or restart a connector, with the rule the API's routes apply."""
+    try:
+        caller = _signed_in(request)
+    except _SignInNeeded:
+        return _to_sign_in()
+    control: ControlPlane = request.app.state.connectors
+    act = {"pause": control.pause, "resume": control.resume, "restart": control.restart}[action]
+    try:
+        authorize_connector(control, name, caller)
+        act(name)
+    except HubError as exc:
+        return _error_page(request, caller, exc)
+    return RedirectResponse(
+        f"{CONSOLE_PATH}/connectors?done={action}#connector-{quote(name)}",
+        status_code=status.HTTP_303_SEE_OTHER,
+    )

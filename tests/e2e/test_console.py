@@ -1,0 +1,287 @@
+"""The web console in a real headless Chromium against the session's API and Kafka: sign-in,
+the feeds page, a feed's versions, diff, records and dead letters, and connector control by
+its owner, with another team's key seeing no controls and refused when it forges one."""
+
+import html
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, insert
+
+from tests.support.connect import ConnectHub, connector_file
+from tests.support.hub_client import bearer, create_feed, publish, unique_topic
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = "/usr/bin/chromium"
+# Set to a folder to keep the screenshots there as well (docs/images/console/ is made so).
+SCREENSHOTS = os.environ.get("HUB_CONSOLE_SCREENSHOTS")
+
+ORDER_V1 = {
+    "type": "record",
+    "name": "Order",
+    "fields": [
+        {"name": "order_id", "type": "string"},
+        {"name": "qty", "type": "int"},
+        {"name": "note", "type": "string", "default": ""},
+    ],
+}
+ORDER_V2 = {
+    "type": "record",
+    "name": "Order",
+    "fields": [
+        {"name": "order_id", "type": "string"},
+        {"name": "quantity", "type": "long", "aliases": ["qty"]},
+        {"name": "channel", "type": "string", "default": "web"},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """One headless Chromium, Debian's, for the tests of this module. Closed after them:
+    Playwright's sync API keeps an event loop running on this thread while it is open, and
+    every later `asyncio.run` of the session would fail."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make setup` installs Debian's chromium package")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--headless"]
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    fresh = browser.new_context(viewport={"width": 1280, "height": 900})
+    yield fresh
+    fresh.close()
+
+
+@pytest.fixture(scope="module")
+def shop(team_key: Callable[[str], str]) -> str:
+    """A key of team `shop`, which owns the feed and the connector under test."""
+    return team_key("shop")
+
+
+@pytest.fixture(scope="module")
+def rival(team_key: Callable[[str], str]) -> str:
+    return team_key("rivals")
+
+
+@pytest.fixture(scope="module")
+def orders(api_url: str, shop: str) -> str:
+    """A feed of team `shop` with two schema versions, three records and one dead letter."""
+    topic = unique_topic("shop")
+    create_feed(api_url, shop, topic=topic, schema=ORDER_V1, owner="shop")
+    registered = httpx.post(
+        f"{api_url}/subjects/{topic}-value/versions",
+        headers=bearer(shop),
+        json={"schema": json.dumps(ORDER_V2)},
+        timeout=30,
+    )
+    assert registered.status_code == 200, registered.text
+    good = [{"value": {"order_id": f"o-{i}", "quantity": i}} for i in (1, 2, 3)]
+    assert publish(api_url, shop, topic, good).status_code == 200
+    bad = [{"value": {"order_id": "o-bad", "quantity": "many"}}]
+    assert publish(api_url, shop, topic, bad, on_error="dlq").status_code == 200
+    return topic
+
+
+def _shot(page: Page, tmp_path: Path, name: str) -> None:
+    page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+    if SCREENSHOTS:
+        page.screenshot(path=str(Path(SCREENSHOTS) / f"{name}.png"))
+
+
+def _sign_in(context: BrowserContext, api_url: str, key: str) -> Page:
+    page = context.new_page()
+    page.goto(f"{api_url}/console")
+    page.get_by_label("API key").fill(key)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Feeds", exact=True)).to_be_visible()
+    return page
+
+
+def test_sign_in_refuses_a_wrong_key_and_keeps_the_key_from_scripts(
+    context: BrowserContext, api_url: str, shop: str, tmp_path: Path
+) -> None:
+    page = context.new_page()
+    page.goto(f"{api_url}/console/feeds")  # not signed in: the sign-in page
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    page.get_by_label("API key").fill("not-a-key")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("alert")).to_contain_text("not a valid API key")
+    _shot(page, tmp_path, "sign-in")
+
+    page = _sign_in(context, api_url, shop)
+    expect(page.get_by_text("Signed in as team shop")).to_be_visible()
+    (cookie,) = context.cookies()
+    assert (cookie["httpOnly"], cookie["secure"], cookie["sameSite"]) == (True, True, "Strict")
+    assert cookie["path"] == "/console"
+    assert page.evaluate("document.cookie") == ""
+    # The cookie stands for the key under /console only: the API itself still wants a header.
+    assert context.request.get(f"{api_url}/v1/whoami").status == 401
+
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    assert context.cookies() == []
+
+
+def test_feeds_page_shows_owner_kind_partitions_and_records_of_the_last_hour(
+    context: BrowserContext, api_url: str, rival: str, orders: str, tmp_path: Path
+) -> None:
+    page = _sign_in(context, api_url, rival)
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=orders))
+    cells = [c.strip() for c in row.get_by_role("cell").all_inner_texts()]
+    # Owner, kind, partitions, records/s, chart, records in the last hour, newest record.
+    assert cells[:3] == ["shop", "event", "1"]
+    assert float(cells[3]) > 0
+    assert cells[5] == "3"
+    assert cells[6].endswith("UTC")
+    chart = row.get_by_role("img")
+    assert chart.get_attribute("aria-label", timeout=5_000).endswith(", 3")  # type: ignore[union-attr]
+    _shot(page, tmp_path, "feeds")
+
+
+def test_feed_page_shows_versions_their_diff_latest_records_and_dead_letters(
+    context: BrowserContext, api_url: str, shop: str, orders: str, tmp_path: Path
+) -> None:
+    page = _sign_in(context, api_url, shop)
+    page.get_by_role("link", name=orders).click()
+    expect(page.get_by_role("heading", name=orders, exact=True)).to_be_visible()
+
+    diff = page.locator("table", has=page.get_by_role("columnheader", name="Detail"))
+    changes = {
+        tuple(c.strip() for c in r.get_by_role("cell").all_inner_texts()[:2]): r.inner_text()
+        for r in diff.get_by_role("row").all()[1:]
+    }
+    assert set(changes) == {("renamed", "was 'qty'"), ("widened", "int → long"),
+                            ("added", "string, default \"web\""),
+                            ("removed", "string, default \"\"")}  # fmt: skip
+    renamed = changes[("renamed", "was 'qty'")]
+    assert "quantity" in renamed
+    assert "compatible: the newer schema finds the field by its name or alias" in renamed
+    assert "incompatible: READER_FIELD_MISSING_DEFAULT_VALUE: field 'qty'" in renamed
+
+    # The other way round: version 1 knows no alias, so its `qty` is a new field without a
+    # default, which version 1 cannot fill when it reads data of version 2.
+    page.get_by_label("From version").select_option("2")
+    page.get_by_label("to version").select_option("1")
+    page.get_by_role("button", name="Compare").click()
+    expect(page.get_by_role("heading", name="Changes from version 2 to version 1")).to_be_visible()
+    qty = diff.get_by_role("row").filter(has=page.get_by_role("rowheader", name="qty"))
+    expect(qty).to_contain_text("added")
+    expect(qty).to_contain_text("incompatible: READER_FIELD_MISSING_DEFAULT_VALUE")
+    _shot(page, tmp_path, "feed")
+
+    records = page.locator("section", has=page.get_by_role("heading", name="Latest records"))
+    rows = records.get_by_role("row").all()[1:]
+    assert len(rows) == 3
+    versions = httpx.get(f"{api_url}/subjects/{orders}-value/versions/2", timeout=30).json()
+    newest = [c.strip() for c in rows[0].get_by_role("cell").all_inner_texts()]
+    assert newest[4:6] == [str(versions["id"]), "2"]
+    assert json.loads(newest[6]) == {"order_id": "o-3", "quantity": 3, "channel": "web"}
+
+    letters = page.locator("section", has=page.get_by_role("heading", name="Dead letters"))
+    (letter,) = letters.get_by_role("row").all()[1:]
+    expect(letter).to_contain_text("42220")
+    expect(letter).to_contain_text("at $.quantity")
+    expect(letter).to_contain_text('"many"')
+    expect(letters).to_contain_text("hub load replay")  # the owner is told how replay works
+
+
+@pytest.fixture
+def running_connector(
+    tmp_path: Path, connect_hub: ConnectHub, shop: str
+) -> Iterator[tuple[str, ConnectHub]]:
+    """A jdbc connector of team `shop` over a SQLite table, run by a worker in this process."""
+    folder = tmp_path / "source"
+    folder.mkdir()
+    engine = create_engine(f"sqlite:///{folder / 'app.db'}")
+    table = Table(
+        "events",
+        MetaData(),
+        Column("id", Integer, primary_key=True, autoincrement=False),
+        Column("kind", String(20), nullable=False),
+    )
+    table.create(engine)
+    with engine.begin() as conn:
+        conn.execute(insert(table), [{"id": i, "kind": "click"} for i in (1, 2)])
+    engine.dispose()
+    connector = connector_file(
+        tmp_path,
+        kind="jdbc",
+        owner="shop",
+        prefixed=True,
+        source={
+            "url": f"sqlite:///{folder / 'app.db'}",
+            "mode": "incrementing",
+            "incrementing_column": "id",
+            "tables": ["events"],
+            "poll_seconds": 0.2,
+        },
+    )
+    with connect_hub.worker(connector.file):
+        yield connector.name, connect_hub
+
+
+def _state(api_url: str, name: str) -> Any:
+    response = httpx.get(f"{api_url}/v1/connectors/{name}/status", timeout=30)
+    return response.json()["connector"]["state"] if response.status_code == 200 else None
+
+
+def test_connector_owner_pauses_resumes_and_restarts_and_another_team_cannot(
+    browser: Browser,
+    context: BrowserContext,
+    api_url: str,
+    shop: str,
+    rival: str,
+    running_connector: tuple[str, ConnectHub],
+    tmp_path: Path,
+) -> None:
+    name, _hub = running_connector
+    wait_until(lambda: _state(api_url, name) == "RUNNING", timeout_s=60, what="RUNNING")
+    page = _sign_in(context, api_url, shop)
+    page.get_by_role("link", name="Connectors").click()
+    section = page.locator(f"section#connector-{name}")
+    expect(section.get_by_role("row", name="Owner")).to_contain_text("shop")
+    expect(section.get_by_role("row", name="State")).to_contain_text("RUNNING")
+    expect(section.get_by_role("row", name="Position")).to_contain_text('"id": 2')
+    _shot(page, tmp_path, "connectors")
+
+    for action, state in (("Pause", "PAUSED"), ("Resume", "RUNNING"), ("Restart", "RUNNING")):
+        page.locator(f"section#connector-{name}").get_by_role(
+            "button", name=f"{action} {name}"
+        ).click()
+        expect(page.get_by_role("status")).to_contain_text(f"to {action.lower()}")
+        wait_until(lambda s=state: _state(api_url, name) == s, timeout_s=30, what=state)
+        page.reload()
+        expect(page.locator(f"section#connector-{name}").get_by_role("row", name="State")
+               ).to_contain_text(state)  # fmt: skip
+
+    other = browser.new_context()
+    try:
+        rival_page = _sign_in(other, api_url, rival)
+        rival_page.get_by_role("link", name="Connectors").click()
+        rival_section = rival_page.locator(f"section#connector-{name}")
+        # The other team sees the connector (its state may be anything by now) but no action.
+        expect(rival_section.get_by_role("row", name="Owner")).to_contain_text("shop")
+        expect(rival_section.get_by_role("button")).to_have_count(0)
+        _shot(rival_page, tmp_path, "connectors-other-team")
+        # A forged action with the other team's cookie is refused by the server.
+        forged = other.request.post(f"{api_url}/console/connectors/{name}/pause")
+        assert forged.status == 403
+        assert f"Connector '{name}' belongs to team 'shop'" in html.unescape(forged.text())
+    finally:
+        other.close()
+    target = httpx.get(f"{api_url}/v1/connectors/{name}", timeout=30).json()["target_state"]
+    assert target == "STARTED"
