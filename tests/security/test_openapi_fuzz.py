@@ -145,6 +145,8 @@ def _owner(case: schemathesis.Case, findings: Findings) -> str | None:
         return str(body.get("owner"))
     if path.startswith(("/v1/feeds/", "/topics/")):
         return findings.owners.get(path.split("/")[3 if path.startswith("/v1/") else 2])
+    if path.startswith("/v3/clusters/"):  # /v3/clusters/{cluster}/topics/{topic}/records
+        return findings.owners.get(path.split("/")[5])
     subject = (case.path_parameters or {}).get("subject")
     if subject is None or body.get("id") is not None or body.get("version") is not None:
         return None  # registry-wide settings, explicit ids and versions, connectors: admins
