@@ -8,9 +8,10 @@ once, keeps its location and columns, and appends to the location. A reprocessin
 
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql.types import StructType
 
 from spark_loaders.evolution import ChangeKind, ColumnChange, diff, spark_columns
@@ -112,12 +113,54 @@ class DeltaTables:
             if partitioned:
                 writer = writer.partitionBy(PARTITION_COLUMN)
             writer = writer.options(**new_table_properties(self._spark, table))
-            writer.option(TYPE_WIDENING, "true").saveAsTable(table)
+            save_as_new_table(self._spark, writer.option(TYPE_WIDENING, "true"), table)
             log.info("created table %s", table)
             return
         writer.save(state.location)
         if not state.schema.fields:
             state.schema = self._spark.read.format("delta").load(state.location).schema
+
+
+def save_as_new_table(spark: SparkSession, writer: DataFrameWriter, table: str) -> None:
+    """Create the managed table `table` with `writer`, after clearing what an interrupted
+    creation of it may have left (`clear_interrupted_creation`)."""
+    clear_interrupted_creation(spark, table)
+    writer.saveAsTable(table)
+
+
+def clear_interrupted_creation(spark: SparkSession, table: str) -> str | None:
+    """Move aside the files an interrupted creation of `table` left; return where they went.
+
+    Creating a managed Delta table writes its files, commits, and only then registers the
+    table in the metastore. A loader killed before the registration leaves files at the
+    table's default location, and Delta never creates a managed table over a location that is
+    not empty (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION): the table could not be created
+    again, and its feed would stop for good. No reader saw those files, since the table was
+    never registered, and the batch that wrote them is run again from its checkpoint, so they
+    are renamed to `<location>.interrupted-<UTC time>`, kept for inspection, not deleted.
+
+    Call it only for a table the catalog does not know. The Hadoop file system API makes it
+    work for local and object storage alike.
+    """
+    database, _, name = table.rpartition(".")
+    base = spark.catalog.getDatabase(database or "default").locationUri.rstrip("/")
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(f"{base}/{name.lower()}")
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(path) or len(fs.listStatus(path)) == 0:
+        return None
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    aside = jvm.org.apache.hadoop.fs.Path(f"{base}/{name.lower()}.interrupted-{stamp}")
+    if not fs.rename(path, aside):
+        raise RuntimeError(f"could not move {path} aside to {aside}")
+    log.warning(
+        "%s was not in the metastore, but files were at its location: an earlier creation "
+        "was interrupted. They were moved to %s, and the table is created again.",
+        table,
+        aside,
+    )
+    return str(aside)
 
 
 def _sql_path(column: str) -> str:

@@ -37,6 +37,7 @@ from spark_loaders.silver.changes import (
     truncate_markers,
 )
 from spark_loaders.silver.keys import discover
+from spark_loaders.tables import save_as_new_table
 
 log = logging.getLogger(__name__)
 
@@ -174,15 +175,23 @@ class SilverLoader:
         empty = events(bronze.limit(0), spec)
         versions = timeline(empty, empty, empty, keys=keys, columns=columns).drop(_DROP)
         if not self._spark.catalog.tableExists(spec.history_table):
-            versions.write.format("delta").options(
-                **new_table_properties(self._spark, spec.history_table)
-            ).saveAsTable(spec.history_table)
+            save_as_new_table(
+                self._spark,
+                versions.write.format("delta").options(
+                    **new_table_properties(self._spark, spec.history_table)
+                ),
+                spec.history_table,
+            )
             self._comment(spec.history_table, "SCD type 2 history")
         if not self._spark.catalog.tableExists(spec.current_table):
             current = versions.drop(*CURRENT_DROPPED)
-            current.write.format("delta").options(
-                **new_table_properties(self._spark, spec.current_table)
-            ).saveAsTable(spec.current_table)
+            save_as_new_table(
+                self._spark,
+                current.write.format("delta").options(
+                    **new_table_properties(self._spark, spec.current_table)
+                ),
+                spec.current_table,
+            )
             self._comment(spec.current_table, "latest row per key")
 
     def _comment(self, table: str, what: str) -> None:

@@ -18,6 +18,7 @@ from hub_core.naming import TopicName, table_suffix
 from spark_loaders.comments import set_table_comment
 from spark_loaders.maintenance import new_table_properties
 from spark_loaders.silver.loader import detached
+from spark_loaders.tables import save_as_new_table
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.model import Dimension, ScdType
 
@@ -80,9 +81,13 @@ class DimensionBuilder:
             unknown.update({VALID_FROM: BEGINNING, IS_CURRENT: True})
         self._spark.sql("CREATE DATABASE IF NOT EXISTS gold")
         unknown_row = self._spark.createDataFrame([tuple(unknown[f.name] for f in fields)], schema)
-        unknown_row.write.format("delta").options(
-            **new_table_properties(self._spark, dim_table(dim))
-        ).saveAsTable(dim_table(dim))
+        save_as_new_table(
+            self._spark,
+            unknown_row.write.format("delta").options(
+                **new_table_properties(self._spark, dim_table(dim))
+            ),
+            dim_table(dim),
+        )
         set_table_comment(
             self._spark,
             dim_table(dim),

@@ -14,6 +14,7 @@ from hub_core.naming import TopicName, bronze_table
 from spark_loaders.comments import set_table_comment
 from spark_loaders.maintenance import new_table_properties
 from spark_loaders.silver.loader import detached
+from spark_loaders.tables import save_as_new_table
 from spark_loaders.warehouse.dimensions import (
     UNKNOWN_KEY,
     VALID_FROM,
@@ -133,9 +134,11 @@ class FactBuilder:
         table = fact_table(self._fact)
         if not self._spark.catalog.tableExists(table):
             self._spark.sql("CREATE DATABASE IF NOT EXISTS gold")
-            facts.write.format("delta").options(
-                **new_table_properties(self._spark, table)
-            ).saveAsTable(table)
+            save_as_new_table(
+                self._spark,
+                facts.write.format("delta").options(**new_table_properties(self._spark, table)),
+                table,
+            )
             set_table_comment(
                 self._spark,
                 table,

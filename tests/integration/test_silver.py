@@ -168,6 +168,31 @@ def test_the_stream_follows_bronze_across_restarts_exactly_once(
     assert len(_history(spark, spec)) == 3
 
 
+def test_a_table_whose_creation_was_killed_before_the_metastore_knew_it_is_created_again(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    spec, log = _spec(spark)
+    log.append(spark, spec.bronze_table, [
+        log.event("c", lsn=10, ts_ms=1000, after=_c(1, "Ann", "a@x")),
+    ])  # fmt: skip
+    # A loader killed while creating the current table: Delta had committed its first
+    # version at the table's location, the metastore had not registered it yet.
+    spark.sql("CREATE DATABASE IF NOT EXISTS silver")
+    silver = spark.catalog.getDatabase("silver").locationUri.rstrip("/")
+    name = spec.current_table.split(".")[1]
+    spark.range(1).write.format("delta").save(f"{silver}/{name}")
+    assert not spark.catalog.tableExists(spec.current_table)
+
+    query = SilverLoader(spark, spec, checkpoint_dir=str(tmp_path)).start(available_now=True)
+    query.awaitTermination()
+    assert query.exception() is None
+
+    assert _current(spark, spec) == [(1, "Ann", "a@x", "c", 10, _t(1000))]
+    # What the interrupted creation left is kept aside, not deleted.
+    [aside] = Path(silver.removeprefix("file:")).glob(f"{name}.interrupted-*")
+    assert (aside / "_delta_log" / "00000000000000000000.json").exists()
+
+
 def test_unavailable_markers_are_found_in_text_bytes_and_array_columns(
     spark: SparkSession,
 ) -> None:
