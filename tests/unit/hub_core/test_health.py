@@ -1,10 +1,11 @@
 """`/healthz` and `/readyz` of the loader and the connector worker, as probes see them."""
 
-import time
+from types import SimpleNamespace
 
 import httpx
 import pytest
 
+from hub_core import health
 from hub_core.health import HealthServer
 
 pytestmark = pytest.mark.unit
@@ -30,10 +31,16 @@ def test_ready_only_once_reported_ready_and_says_why_not_otherwise() -> None:
     assert waiting.json()["reason"].startswith("query hub-bronze waits to restart")
 
 
-def test_alive_while_the_main_loop_beats_and_not_once_it_stalls() -> None:
-    with HealthServer("127.0.0.1", 0, name="loader", stall_s=0.3) as server:
+def test_alive_while_the_main_loop_beats_and_not_once_it_stalls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The server's clock is stepped by hand, so a slow machine cannot make it stall early.
+    clock = [1000.0]
+    monkeypatch.setattr(health, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    with HealthServer("127.0.0.1", 0, name="loader", stall_s=30) as server:
+        clock[0] += 29
         alive = _get(server, "/healthz")
-        time.sleep(0.5)
+        clock[0] += 2
         stalled = _get(server, "/healthz")
         server.report(None)
         again = _get(server, "/healthz")
