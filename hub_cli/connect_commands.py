@@ -63,20 +63,22 @@ def run(files: ConnectorFiles) -> None:
     stop = threading.Event()
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop_signal, lambda *_: stop.set())
-    services = connect_services(RegistrySettings(), KafkaSettings(), settings)
-    log.info(
-        "worker %s running %d connector(s): %s",
-        settings.worker_id, len(loaded), ", ".join(c.name for c in loaded),
-    )  # fmt: skip
     metrics = ConnectorMetrics()
-    health = HealthServer(
+    # The health port answers from the start (not ready: "starting"), so that probes do not
+    # restart a worker still reaching its database and Kafka; /healthz fails once that takes
+    # longer than the stall limit.
+    with HealthServer(
         settings.health_host, settings.health_port, name="connectors", metrics=metrics.registry
-    )
-    settle_garbage_collector(settings)
-    worker = Worker(loaded, services=services, settings=settings, metrics=metrics)
-    try:
-        with health:
+    ) as health:
+        services = connect_services(RegistrySettings(), KafkaSettings(), settings)
+        log.info(
+            "worker %s running %d connector(s): %s",
+            settings.worker_id, len(loaded), ", ".join(c.name for c in loaded),
+        )  # fmt: skip
+        settle_garbage_collector(settings)
+        try:
+            worker = Worker(loaded, services=services, settings=settings, metrics=metrics)
             worker.run(stop, health=health)
-    finally:
-        services.close()
+        finally:
+            services.close()
     log.info("worker %s stopped", settings.worker_id)
