@@ -170,7 +170,8 @@ class FeedSink:
             if existing.owner != spec.owner:
                 raise TerminalError(
                     f"Feed '{spec.topic}' belongs to team '{existing.owner}', not to the "
-                    f"connector's owner '{spec.owner}'. Change `owner` or the topic."
+                    f"connector's owner '{spec.owner}'. Change `owner` or the topic.",
+                    code=ErrorCode.INVALID_CONNECTOR_CONFIG,
                 )
             self._registry.register(
                 subject=Subject(value_subject(topic_name(spec.topic))),

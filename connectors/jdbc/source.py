@@ -49,7 +49,7 @@ from connectors.errors import SourceUnavailable
 from connectors.jdbc.config import JdbcConnector
 from connectors.jdbc.types import avro_field, avro_type, natural, record_name, sql_type_of_code
 from connectors.runtime import Batch, SourceContext
-from hub_core.errors import TerminalError
+from hub_core.errors import ErrorCode, TerminalError
 from publish.feeds import FeedSpec
 from publish.publisher import IncomingRecord
 
@@ -193,7 +193,8 @@ class JdbcPoller:
             if not isinstance(value, dt.datetime):
                 raise TerminalError(
                     f"timestamp_column '{source.timestamp_column}' holds {value!r}, not a "
-                    "timestamp; choose a DATETIME/TIMESTAMP column."
+                    "timestamp; choose a DATETIME/TIMESTAMP column.",
+                    code=ErrorCode.CONNECTOR_SOURCE_MISMATCH,
                 )
             position["ts"] = value.isoformat()
         return position
@@ -212,7 +213,8 @@ class JdbcPoller:
         except NoSuchTableError:
             raise TerminalError(
                 f"source.tables: table '{name}' does not exist in the database (or this user "
-                "cannot see it); give it as `table` or `schema.table`."
+                "cannot see it); give it as `table` or `schema.table`.",
+                code=ErrorCode.CONNECTOR_SOURCE_MISMATCH,
             ) from None
         self._check_columns(name, [c.name for c in table.columns])
         fields = [
@@ -280,13 +282,15 @@ class JdbcPoller:
             if value is not None and value not in names:
                 raise TerminalError(
                     f"source.{key} '{value}' is not a column of {what}; its columns are: "
-                    f"{', '.join(names)}."
+                    f"{', '.join(names)}.",
+                    code=ErrorCode.CONNECTOR_SOURCE_MISMATCH,
                 )
         for key_column in self._source.key_columns or []:
             if key_column not in names:
                 raise TerminalError(
                     f"source.key_columns: '{key_column}' is not a column of {what}; its "
-                    f"columns are: {', '.join(names)}."
+                    f"columns are: {', '.join(names)}.",
+                    code=ErrorCode.CONNECTOR_SOURCE_MISMATCH,
                 )
 
     def _tz_aware(self, column_type: sa.TypeEngine[Any]) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import types as sa
 
-from hub_core.errors import TerminalError
+from hub_core.errors import ErrorCode, TerminalError
 from registry.schema_rules import SPARK_MAX_DECIMAL_PRECISION
 
 _AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -73,7 +73,8 @@ def avro_field(name: str, avro: Any, *, nullable: bool, doc: str | None = None) 
     if not _AVRO_NAME.match(name):
         raise TerminalError(
             f"Column '{name}' is not a valid Avro field name (letters, digits, `_`, not "
-            'starting with a digit); rename it in a `query` (SELECT "{name}" AS ...).'
+            'starting with a digit); rename it in a `query` (SELECT "{name}" AS ...).',
+            code=ErrorCode.CONNECTOR_SOURCE_MISMATCH,
         )
     field: dict[str, Any] = {"name": name, "type": ["null", avro] if nullable else avro}
     if nullable:

@@ -171,9 +171,11 @@ def test_a_failing_source_is_reported_failed_with_its_error(
             return worker.status(connector.name) == "FAILED"
 
         wait_until(failed, timeout_s=60, what="FAILED")
-        trace = worker.task(connector.name).status.trace
+        status = worker.task(connector.name).status
+        trace, code = status.trace, status.error_code
     assert trace is not None
     assert "table 'orders' does not exist" in trace
+    assert code == 42243  # the source does not match the file: not retried
 
 
 def test_a_custom_query_is_polled_into_its_topic(
