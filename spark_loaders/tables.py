@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from spark_loaders.evolution import ChangeKind, ColumnChange, diff, spark_columns
+from spark_loaders.lineage import commit_metadata
 from spark_loaders.maintenance import new_table_properties
 
 log = logging.getLogger(__name__)
@@ -98,8 +99,13 @@ class DeltaTables:
         app_id: str,
         version: int,
         partitioned: bool,
+        metadata: str | None = None,
     ) -> None:
-        """Append with Delta's idempotent writes: a repeat of (app_id, version) is skipped."""
+        """Append with Delta's idempotent writes: a repeat of (app_id, version) is skipped.
+
+        `metadata` becomes the commit's `userMetadata` (the lineage ledger entry): a skipped
+        repeat commits none.
+        """
         writer = (
             rows.write.format("delta")
             .mode("append")
@@ -112,9 +118,13 @@ class DeltaTables:
             if partitioned:
                 writer = writer.partitionBy(PARTITION_COLUMN)
             writer = writer.options(**new_table_properties(self._spark, table))
-            writer.option(TYPE_WIDENING, "true").saveAsTable(table)
+            # CREATE TABLE AS SELECT ignores the `userMetadata` option; it takes the conf.
+            with commit_metadata(rows.sparkSession, metadata):
+                writer.option(TYPE_WIDENING, "true").saveAsTable(table)
             log.info("created table %s", table)
             return
+        if metadata is not None:
+            writer = writer.option("userMetadata", metadata)
         writer.save(state.location)
         if not state.schema.fields:
             state.schema = self._spark.read.format("delta").load(state.location).schema
