@@ -76,6 +76,7 @@ def _replay_last_batch(checkpoint: Path) -> None:
     """As if the loader was killed after its Delta commit and before its checkpoint's."""
     commits = sorted((checkpoint / "commits").glob("[0-9]*"), key=lambda p: int(p.name))
     commits[-1].unlink()
+    (commits[-1].parent / f".{commits[-1].name}.crc").unlink(missing_ok=True)
 
 
 def _entries(engine: Engine, table: str) -> list[int | None]:
