@@ -14,6 +14,7 @@ dependency every topic shares (registry, metastore) are retried and then fail th
 the query redoes from its checkpoint. Each topic's state is kept in `spark_loaders.feed_status`.
 """
 
+import contextlib
 import functools
 import logging
 import time
@@ -40,6 +41,7 @@ from spark_loaders.isolation import FailureKind, as_transient, classify, describ
 from spark_loaders.kafka_access import check_kafka_access
 from spark_loaders.lineage import bronze_entry, commit_metadata, request_spans, source_positions
 from spark_loaders.metrics import LOADER_METRICS
+from spark_loaders.openlineage import run_events
 from spark_loaders.quarantine import QuarantineReason, quarantine_rows, quarantine_table
 from spark_loaders.reprocess import SwapRequests, insert_missing
 from spark_loaders.schemas import REGISTRY_BACKOFF, RegistryClient
@@ -83,6 +85,7 @@ class BronzeLoader:
         self._checkpoint = settings.checkpoint_dir / QUERY_NAME
         self._txn_app_id = _checkpoint_identity(spark, self._checkpoint)
         self._swaps = SwapRequests(settings.state_dir)
+        self._events = run_events(settings, kafka)
         self.statuses = FeedStatusBook.in_checkpoints(settings.state_dir)
 
     def start(self, *, available_now: bool = False) -> StreamingQuery:
@@ -169,31 +172,36 @@ class BronzeLoader:
                     ids.add(SchemaId(row["_hub_schema_id"]))
             ingested_at = F.current_timestamp()
             landed: list[str] = []
-            for topic, schema_ids in sorted(by_topic.items()):
-                table = bronze_table(TopicName(topic))
-                merge = batch_id <= merge_through.get(table, -1)
-                records = batch.where(F.col("topic") == topic)
-                land = functools.partial(
-                    self._land_topic,
-                    records,
-                    topic,
-                    schema_ids,
-                    unframed=topic in unframed,
-                    batch_id=batch_id,
-                    ingested_at=ingested_at,
-                    merge=merge,
-                    counts=counts[topic],
-                    offsets=offsets[topic],
-                )
-                outcome = self._land_contained(
-                    land,
-                    records,
-                    topic,
-                    batch_id=batch_id,
-                    ingested_at=ingested_at,
-                    total=sum(counts[topic].values()),
-                )
-                landed.append(f"{table} <- {outcome}")
+            topics = sorted(by_topic)
+            run = self._events.run(
+                QUERY_NAME, topics=topics, tables=[bronze_table(TopicName(t)) for t in topics]
+            )
+            with run if topics else contextlib.nullcontext():
+                for topic in topics:
+                    table = bronze_table(TopicName(topic))
+                    merge = batch_id <= merge_through.get(table, -1)
+                    records = batch.where(F.col("topic") == topic)
+                    land = functools.partial(
+                        self._land_topic,
+                        records,
+                        topic,
+                        by_topic[topic],
+                        unframed=topic in unframed,
+                        batch_id=batch_id,
+                        ingested_at=ingested_at,
+                        merge=merge,
+                        counts=counts[topic],
+                        offsets=offsets[topic],
+                    )
+                    outcome = self._land_contained(
+                        land,
+                        records,
+                        topic,
+                        batch_id=batch_id,
+                        ingested_at=ingested_at,
+                        total=sum(counts[topic].values()),
+                    )
+                    landed.append(f"{table} <- {outcome}")
             if landed:
                 log.info("batch %d: %s", batch_id, ", ".join(landed))
         finally:

@@ -7,6 +7,7 @@ on the batch, so a batch replayed after a crash rewrites identical values: exact
 `txnVersion`, which could not protect two tables in two commits anyway.
 """
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from spark_loaders.errors import LoaderError
 from spark_loaders.isolation import FailureKind, classify, describe
 from spark_loaders.lineage import commit_metadata, stream_read
 from spark_loaders.maintenance import new_table_properties
+from spark_loaders.openlineage import RunEvents, run_events
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.changes import (
     _DROP,
@@ -51,8 +53,16 @@ CURRENT_DROPPED = (VALID_TO, IS_CURRENT, IS_DELETED, "_hub_unavailable")
 class SilverLoader:
     """Keeps `silver.<t>_current` and `silver.<t>_history` of one changelog topic up to date."""
 
-    def __init__(self, spark: SparkSession, spec: ChangelogSpec, *, checkpoint_dir: str) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        spec: ChangelogSpec,
+        *,
+        checkpoint_dir: str,
+        events: RunEvents | None = None,
+    ) -> None:
         self._spark = spark
+        self._events = events
         self._spec = spec
         self._checkpoint = f"{checkpoint_dir}/hub-silver-{spec.silver_prefix.split('.')[-1]}"
         parsed = parse_location(self._checkpoint)
@@ -103,7 +113,16 @@ class SilverLoader:
             session = batch.sparkSession
             read = stream_read(session, self._checkpoint_location, batch_id, spec.bronze_table)
             entry = LedgerEntry(LedgerKind.SILVER, batch=batch_id, reads=(read,)) if read else None
-            with commit_metadata(session, entry.encode() if entry else None):
+            run = (
+                self._events.run(
+                    f"hub-silver-{spec.silver_prefix}",
+                    read_tables=[spec.bronze_table],
+                    tables=[spec.history_table, spec.current_table],
+                )
+                if self._events is not None
+                else contextlib.nullcontext()
+            )
+            with run, commit_metadata(session, entry.encode() if entry else None):
                 changed = self._apply_history(new, keys, columns, session)
                 self._apply_current(changed, keys, session)
             log.info(
@@ -238,6 +257,7 @@ def start_silver(
     logged and restarted from its checkpoint at the next pass, and the others go on.
     """
     started: list[StreamingQuery] = []
+    events = run_events(settings)
     for spec in discover(spark, settings):
         previous = running.get(spec.bronze_table)
         if previous is not None and previous.isActive:
@@ -248,7 +268,9 @@ def start_silver(
                 spec.bronze_table,
                 describe(previous.exception()),  # type: ignore[arg-type]
             )
-        loader = SilverLoader(spark, spec, checkpoint_dir=str(settings.checkpoint_dir))
+        loader = SilverLoader(
+            spark, spec, checkpoint_dir=str(settings.checkpoint_dir), events=events
+        )
         try:
             query = loader.start(
                 available_now=available_now, trigger_seconds=settings.trigger_seconds
