@@ -29,6 +29,9 @@ from registry.types import SchemaId
 from registry.wire import HEADER_SIZE, MAGIC_BYTE
 
 _BRONZE_TABLE = re.compile(r"bronze\.[A-Za-z0-9_]{1,249}")
+# As the publish route issues and accepts them (`publish_routes.request_id_of`).
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+_TOPIC = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+")
 _REQUEST_HEADER = "hub.request-id"
 _IDEMPOTENCY_HEADER = "hub.idempotency-key"
 
@@ -53,6 +56,7 @@ class LineageService:
                 "bronze.<topic with dots as underscores>; silver and gold rows carry the bronze "
                 "position they came from (see docs/lineage.md)."
             )
+        table = table.lower()  # as Spark's catalog names tables
         self.sync.sync()
         hits = self.store.bronze_holding(table=table, partition=partition, offset=offset)
         if not hits:
@@ -92,7 +96,17 @@ class LineageService:
                 "Give exactly one of: lsn=<source LSN>, request_id=<publish request id>, or "
                 "topic=, partition= and offset= together."
             )
+        if request_id is not None and not _REQUEST_ID.fullmatch(request_id):
+            raise InvalidLineageQuery(
+                f"request_id {request_id[:64]!r} is not a request id: up to 64 letters, digits, "
+                "'.', '_', ':' and '-', as the publish answer's X-Request-Id gives it."
+            )
         if topic is not None:
+            if len(topic) > 249 or not _TOPIC.fullmatch(topic):
+                raise InvalidLineageQuery(
+                    f"topic {topic[:249]!r} is not a hub topic name: lowercase "
+                    "'<domain>.<name>' (letters, digits and underscores, e.g. 'sales.orders')."
+                )
             self._require_reader(caller, topic)  # before anything is looked up
         self.sync.sync()
         if lsn is not None:

@@ -145,6 +145,8 @@ def test_a_request_id_leads_to_every_version_for_its_team_and_an_admin(
         ("/v1/lineage/positions", {"topic": TOPIC, "partition": 0}, 422, 42280),
         ("/v1/lineage/positions", {"topic": "other.feed", "partition": 0, "offset": 1}, 403, 40301),
         ("/v1/lineage/positions", {"lsn": 5}, 404, 40460),
+        ("/v1/lineage/positions", {"request_id": "a\x00b"}, 422, 42280),
+        ("/v1/lineage/positions", {"topic": "Sales\n", "partition": 0, "offset": 1}, 422, 42280),
     ],
 )
 def test_bad_or_unanswerable_questions_get_a_4xx_with_a_code(
