@@ -73,8 +73,9 @@ def bronze_entry(
             )
         )
     spans = sorted(
-        RequestSpan(r["request_id"], r["partition"], r["first"], r["last"]) for r in requests
-    )  # type: ignore[type-var]
+        (RequestSpan(r["request_id"], r["partition"], r["first"], r["last"]) for r in requests),
+        key=lambda s: (s.partition, s.first, s.request_id),
+    )
     return LedgerEntry(
         LedgerKind.BRONZE,
         batch=batch_id,
