@@ -391,14 +391,8 @@ class BronzeLoader:
                 )
                 reasons[QuarantineReason.TYPE_CHANGE_UNSUPPORTED.value] += total - rejected
             else:
-                entry = bronze_entry(
-                    topic,
-                    batch_id,
-                    offsets.ranges(),
-                    request_spans(records) if offsets.requests else (),
-                    source_positions(rows),
-                )
-                self._write(rows, table, batch_id, merge=merge, metadata=entry.encode())
+                metadata = self._ledger_entry(topic, batch_id, offsets, records, rows)
+                self._write(rows, table, batch_id, merge=merge, metadata=metadata)
                 progress.bronze_written = True
                 self._apply_comments(table, reader)
                 bad = decoded.undecodable_count()
@@ -425,6 +419,29 @@ class BronzeLoader:
         LOADER_METRICS.quarantined(table, reasons)
         return note
 
+    def _ledger_entry(
+        self,
+        topic: str,
+        batch_id: int,
+        offsets: "_TopicOffsets",
+        records: DataFrame,
+        rows: DataFrame,
+    ) -> str | None:
+        """The lineage ledger entry of the topic's bronze commit. Lineage never keeps records
+        from landing: should the entry fail to build, the commit carries none (logged)."""
+        try:
+            return bronze_entry(
+                topic,
+                batch_id,
+                offsets.ranges(),
+                request_spans(records) if offsets.requests else (),
+                source_positions(rows),
+            ).encode()
+        except (TypeError, ValueError, KeyError):
+            log.warning("batch %d of %s lands without its lineage entry", batch_id, topic,
+                        exc_info=True)  # fmt: skip
+            return None
+
     def _apply_comments(self, table: str, reader: str | None) -> None:
         """Column comments are documentation: failing to set them never sets records aside."""
         try:
@@ -437,7 +454,7 @@ class BronzeLoader:
             log.warning("could not set the column comments of %s: %s", table, describe(error))
 
     def _write(
-        self, rows: DataFrame, table: str, batch_id: int, *, merge: bool, metadata: str
+        self, rows: DataFrame, table: str, batch_id: int, *, merge: bool, metadata: str | None
     ) -> None:
         state = self._tables.state(table)
         if merge and state is not None:
