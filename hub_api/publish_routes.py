@@ -6,6 +6,8 @@ options, and `hub_api.publish_lane.PublishLane`, which serves the common request
 FastAPI's routing and dependency resolution (docs/adr/0031-lean-publish-lane.md).
 """
 
+import itertools
+import os
 import re
 import time
 import uuid
@@ -33,6 +35,8 @@ router = APIRouter(prefix="/v1", tags=["publish"])
 RECORDS_PATH = "/v1/feeds/{topic}/records"
 REQUEST_ID_RESPONSE_HEADER = "X-Request-Id"
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+_ISSUERS: dict[int, str] = {}  # process id -> the prefix of the request ids it makes
+_SEQUENCE = itertools.count()
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +184,13 @@ def request_id_of(given: str | None) -> str:
     tables, so nothing else is taken from the caller."""
     if given is not None and _REQUEST_ID.fullmatch(given):
         return given
-    return uuid.uuid4().hex
+    # A random prefix per process and a counter: unique across workers and replicas, and
+    # cheaper on the publish path than a uuid4 per request.
+    pid = os.getpid()
+    prefix = _ISSUERS.get(pid)
+    if prefix is None:
+        prefix = _ISSUERS[pid] = uuid.uuid4().hex[:16]
+    return f"{prefix}-{next(_SEQUENCE):x}"
 
 
 async def publish_target(

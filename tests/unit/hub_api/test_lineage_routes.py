@@ -1,5 +1,6 @@
 """`GET /v1/lineage/rows` and `/v1/lineage/positions`: answers, ownership and bad input."""
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -17,6 +18,7 @@ from hub_api import lineage_routes
 from hub_api.auth import KeyVerifier
 from hub_api.errors import install_error_handlers
 from hub_api.lineage_service import LineageService
+from hub_api.publish_routes import request_id_of
 from hub_api.settings import ApiSettings
 from hub_core.errors import HubError
 from hub_core.ledger import LedgerEntry, LedgerKind, OffsetRange, RequestSpan, TableRead
@@ -162,3 +164,17 @@ def test_bad_or_unanswerable_questions_get_a_4xx_with_a_code(
 
     assert answer.status_code == status, answer.text
     assert answer.json()["error_code"] == code
+
+
+@pytest.mark.parametrize("given", [None, "", "a b", "x" * 65, "id\n", "ü"])
+def test_a_request_id_that_is_not_a_plain_token_is_replaced_by_a_new_unique_one(
+    given: str | None,
+) -> None:
+    made = {request_id_of(given) for _ in range(3)}
+
+    assert len(made) == 3 and given not in made
+    assert all(re.fullmatch(r"[0-9a-f]{16}-[0-9a-f]+", m) for m in made)
+
+
+def test_a_plain_token_request_id_is_kept() -> None:
+    assert request_id_of("req-7.a:b_c") == "req-7.a:b_c"
