@@ -90,3 +90,21 @@ class TopicExistsOutsideHub(TerminalError):
             "does not adopt topics it did not create. Choose another topic, or have its owner "
             "delete it first."
         )
+
+
+class LineageNotFound(TerminalError):
+    code = ErrorCode.LINEAGE_NOT_FOUND
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"No landed table version holds {what}. The loader may not have landed it yet, or "
+            "the lineage index does not see the table (HUB_API_LINEAGE_WAREHOUSE_DIR must be "
+            "the loader's HUB_LOADER_WAREHOUSE_DIR); see docs/lineage.md."
+        )
+
+
+class InvalidLineageQuery(TerminalError):
+    code = ErrorCode.INVALID_LINEAGE_QUERY
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)

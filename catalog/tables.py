@@ -62,3 +62,69 @@ class IdempotencyRow(Base):
     response: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Indexed: expired answers are found and purged by age (`IdempotencyStore`).
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now, index=True)
+
+
+class LineageTableRow(Base):
+    """A Delta table the lineage index follows, and the newest version of it indexed."""
+
+    __tablename__ = "lineage_tables"
+
+    table_name: Mapped[str] = mapped_column(String(300), primary_key=True)
+    location: Mapped[str] = mapped_column(Text, nullable=False)
+    synced_version: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class LineageCommitRow(Base):
+    """One Delta commit with a ledger entry: the entry as the commit holds it."""
+
+    __tablename__ = "lineage_commits"
+
+    table_name: Mapped[str] = mapped_column(String(300), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    topic: Mapped[str | None] = mapped_column(String(249), nullable=True, index=True)
+    batch_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    committed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    entry: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class LineageOffsetRow(Base):
+    """Offsets of one partition a bronze commit landed, with their source positions."""
+
+    __tablename__ = "lineage_offsets"
+
+    table_name: Mapped[str] = mapped_column(String(300), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    partition: Mapped[int] = mapped_column(Integer, primary_key=True)
+    topic: Mapped[str] = mapped_column(String(249), nullable=False, index=True)
+    first_offset: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    last_offset: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    lsn_min: Mapped[int | None] = mapped_column(BigInteger, nullable=True, index=True)
+    lsn_max: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    tx_min: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    tx_max: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class LineageRequestRow(Base):
+    """The offsets of one publish request's records in one bronze commit and partition."""
+
+    __tablename__ = "lineage_requests"
+
+    request_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    table_name: Mapped[str] = mapped_column(String(300), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    partition: Mapped[int] = mapped_column(Integer, primary_key=True)
+    first_offset: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    last_offset: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class LineageReadRow(Base):
+    """Versions `first_version`..`last_version` of `source_table` that a commit read."""
+
+    __tablename__ = "lineage_reads"
+
+    table_name: Mapped[str] = mapped_column(String(300), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    source_table: Mapped[str] = mapped_column(String(300), primary_key=True, index=True)
+    first_version: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    last_version: Mapped[int] = mapped_column(BigInteger, nullable=False)

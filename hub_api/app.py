@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from fastapi import FastAPI
 
+from catalog.lineage import LineageStore, LineageSync
 from catalog.teams import TeamStore
 from connectors.control import ControlPlane
 from connectors.settings import ConnectSettings
@@ -17,6 +18,7 @@ from hub_api import (
     feed_routes,
     health_routes,
     identity_routes,
+    lineage_routes,
     publish_routes,
     registry_routes,
     rest_proxy_routes,
@@ -26,6 +28,7 @@ from hub_api.console_views import ConsoleViews
 from hub_api.errors import install_error_handlers
 from hub_api.gate import RequestGate
 from hub_api.limits import BodySizeLimit
+from hub_api.lineage_service import LineageService
 from hub_api.metrics import HubMetrics, RequestMetrics
 from hub_api.openapi import install_openapi
 from hub_api.publish_lane import PublishLane
@@ -81,6 +84,13 @@ def create_app(
             TeamStore(services.engine), cache_seconds=api.key_cache_seconds
         )
         reader = TopicReader(kafka)
+        app.state.lineage = LineageService(
+            store=LineageStore(services.engine),
+            sync=LineageSync(services.engine, api.lineage_warehouse_dir),
+            feeds=services.feeds,
+            reader=reader,
+            registry=services.registry,
+        )
         app.state.console = ConsoleViews(
             feeds=services.feeds, registry=services.registry, reader=reader, connectors=connectors
         )
@@ -122,6 +132,7 @@ def create_app(
     app.include_router(rest_proxy_routes.router)
     app.include_router(connector_routes.router)
     app.include_router(identity_routes.router)
+    app.include_router(lineage_routes.router)
     app.include_router(console_routes.router)
     install_openapi(app, raw_bodies=(RecordsIn, ProduceRequestIn, ProduceRecordV3In))
     return app

@@ -6,7 +6,11 @@ options, and `hub_api.publish_lane.PublishLane`, which serves the common request
 FastAPI's routing and dependency resolution (docs/adr/0031-lean-publish-lane.md).
 """
 
+import itertools
+import os
+import re
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -29,6 +33,10 @@ from registry.types import Version
 
 router = APIRouter(prefix="/v1", tags=["publish"])
 RECORDS_PATH = "/v1/feeds/{topic}/records"
+REQUEST_ID_RESPONSE_HEADER = "X-Request-Id"
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+_ISSUERS: dict[int, str] = {}  # process id -> the prefix of the request ids it makes
+_SEQUENCE = itertools.count()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +83,8 @@ async def publish_records(
 
     200 when every record was accepted (or dead-lettered as asked); 207 when some were not;
     the error status of the first failure when none was. A retry with the same
-    `Idempotency-Key` gets the first answer and publishes nothing again.
+    `Idempotency-Key` gets the first answer and publishes nothing again. Each record carries
+    the request's id (`X-Request-Id`, given or made) as a header; the answer names it.
     """
     return await publish_request(
         gateway,
@@ -113,6 +122,7 @@ async def publish_request(
     )
     version = Version(schema_version) if schema_version else None
     publisher = gateway.publisher
+    request_id = request_id_of(request.headers.get("x-request-id"))
 
     retry_later = False  # a record was answered 503: Kafka or the producer queue was busy
 
@@ -127,6 +137,7 @@ async def publish_request(
                     schema_version=version,
                     atomic=True,
                     idempotency_key=idempotency_key,
+                    request_id=request_id,
                 )
             )
         else:
@@ -138,7 +149,11 @@ async def publish_request(
                 else await run_in_threadpool(publisher.codecs, feed, version)
             )
             outcome = await publisher.publish_async(
-                codecs, records, on_error=on_error, idempotency_key=idempotency_key
+                codecs,
+                records,
+                on_error=on_error,
+                idempotency_key=idempotency_key,
+                request_id=request_id,
             )
         gateway.metrics.record_publish(feed.topic, outcome, time.perf_counter() - started)
         retry_later = any(
@@ -155,11 +170,27 @@ async def publish_request(
     )
     # A replayed answer stays the same however late the retry: no Retry-After on it.
     headers = {"Retry-After": "5"} if answer.status_code == 503 or retry_later else {}
+    headers[REQUEST_ID_RESPONSE_HEADER] = request_id
     if answer.replayed:
         headers["Idempotent-Replayed"] = "true"
     return Response(
         answer.body, status_code=answer.status_code, headers=headers, media_type="application/json"
     )
+
+
+def request_id_of(given: str | None) -> str:
+    """The request's id: the caller's `X-Request-Id` when it is a plain token (up to 64
+    letters, digits, `.`, `_`, `:`, `-`), else a new one. It travels into Kafka headers and
+    tables, so nothing else is taken from the caller."""
+    if given is not None and _REQUEST_ID.fullmatch(given):
+        return given
+    # A random prefix per process and a counter: unique across workers and replicas, and
+    # cheaper on the publish path than a uuid4 per request.
+    pid = os.getpid()
+    prefix = _ISSUERS.get(pid)
+    if prefix is None:
+        prefix = _ISSUERS[pid] = uuid.uuid4().hex[:16]
+    return f"{prefix}-{next(_SEQUENCE):x}"
 
 
 async def publish_target(

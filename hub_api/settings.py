@@ -3,9 +3,12 @@
 import os
 import socket
 from enum import StrEnum, unique
+from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from hub_core.settings import default_home
 
 
 @unique
@@ -104,6 +107,11 @@ class ApiSettings(BaseSettings):
         default=64,
         ge=1,
         description="Most partitions a new feed may ask for (422, code 42230, above).",
+    )
+    lineage_warehouse_dir: Path = Field(
+        default_factory=lambda: default_home() / "warehouse",
+        description="The loader's warehouse folder (its HUB_LOADER_WAREHOUSE_DIR, local): the "
+        "lineage index reads the Delta logs of the tables under it (docs/lineage.md).",
     )
     key_cache_seconds: float = Field(
         default=5.0,

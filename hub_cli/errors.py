@@ -22,3 +22,7 @@ class ApiUnavailable(TransientError):
     def __init__(self, answer: dict[str, Any], *, retry_after_s: float | None = None) -> None:
         super().__init__(str(answer.get("message", answer)), retry_after_s=retry_after_s)
         self.answer = answer
+
+
+class LineageRequestFailed(TerminalError):
+    """The API refused a lineage question (or did not answer); the message says why."""

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from hub_cli import analyst_commands
 from hub_cli.config_commands import config_app
 from hub_cli.connect_commands import connect_app
+from hub_cli.lineage_commands import lineage_app
 from hub_cli.load_commands import load_app
 from hub_cli.logs import configure_logging
 from hub_cli.service_commands import add_service_commands
@@ -57,6 +58,7 @@ app.add_typer(connect_app, name="connect")
 app.add_typer(warehouse_app, name="warehouse")
 app.add_typer(spark_app, name="spark")
 app.add_typer(config_app, name="config")
+app.add_typer(lineage_app, name="lineage")
 
 
 @app.callback()

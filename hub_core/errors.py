@@ -35,6 +35,7 @@ class ErrorCode(IntEnum):
     CONNECTOR_NOT_FOUND = 40430
     WAREHOUSE_SOURCE_NOT_FOUND = 40440
     LOADER_SOURCE_NOT_FOUND = 40450
+    LINEAGE_NOT_FOUND = 40460
     # 409: a schema the subject's compatibility level rejects (Confluent's number)
     INCOMPATIBLE_SCHEMA = 40901
     FEED_EXISTS = 40920
@@ -73,6 +74,7 @@ class ErrorCode(IntEnum):
     CDC_SETUP_FAILED = 42250
     INVALID_WAREHOUSE_MODEL = 42260
     INVALID_SETTING = 42270
+    INVALID_LINEAGE_QUERY = 42280
     ANALYST_AUTH_REQUIRED = 42271
     # 429: the caller sends requests faster than its key's rate limit
     RATE_LIMITED = 42901

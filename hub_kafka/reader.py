@@ -137,6 +137,20 @@ class TopicReader:
         records.sort(key=lambda r: (r.timestamp_ms, r.offset), reverse=True)
         return records[:limit]
 
+    def at(self, topic: str, partition: int, offset: int) -> RawRecord | None:
+        """The record at (`topic`, `partition`, `offset`); None when Kafka no longer holds it
+        (retention, compaction) or never did."""
+        wanted = [TopicPartition(topic, partition)]
+        ends = _answers(self._list_offsets(wanted, OffsetSpec.latest()))
+        starts = _answers(self._list_offsets(wanted, OffsetSpec.earliest()))
+        end, start = ends.get((topic, partition)), starts.get((topic, partition))
+        if end is None or start is None or not start <= offset < end:
+            return None
+        assignment = [TopicPartition(topic, partition, offset)]
+        found = self._read(assignment, {(topic, partition): offset + 1}, 1)
+        # Compaction leaves gaps: the first record read may come after the one asked for.
+        return next((r for r in found if r.offset == offset), None)
+
     def _read(
         self, assignment: list[TopicPartition], ends: dict[tuple[str, int], int], remaining: int
     ) -> list[RawRecord]:

@@ -46,6 +46,9 @@ _RECORD_FRAMING = 64
 _HEADER_FRAMING = 10
 MAX_HEADER_NAME = 255  # characters of a header name
 IDEMPOTENCY_HEADER = "hub.idempotency-key"
+# The publish request's id (the API's `X-Request-Id`), on each of its records: lineage traces a
+# table row back to the request that wrote it (docs/lineage.md).
+REQUEST_ID_HEADER = "hub.request-id"
 # "No key", even in a keyed feed (a CDC truncate concerns every key at once). Kafka refuses
 # null keys on compacted topics, so it is written as an empty (zero-byte) key.
 NO_KEY: Any = object()
@@ -246,12 +249,13 @@ class Publisher:
         on_error: OnError = OnError.REJECT,
         atomic: bool = False,
         idempotency_key: str | None = None,
+        request_id: str | None = None,
     ) -> PublishOutcome:
         """Publish `records`; never raises for a record, answers each one instead.
 
         With an `idempotency_key`, each record carries the header `hub.idempotency-key`
         (`<key>:<position>`), so a record written twice (a retry after an acknowledgement was
-        lost) is recognisable downstream.
+        lost) is recognisable downstream. With a `request_id`, each carries `hub.request-id`.
         """
         codecs = self.codecs(feed, schema_version)
         # An atomic batch with an invalid record publishes nothing, dead letters included.
@@ -260,6 +264,7 @@ class Publisher:
             codecs,
             on_error=OnError.REJECT if atomic else on_error,
             idempotency_key=idempotency_key,
+            request_id=request_id,
         )
         if atomic:
             return codecs.outcome(self._publish_atomically(codecs.values.topic, batch.prepared))
@@ -273,6 +278,7 @@ class Publisher:
         *,
         on_error: OnError = OnError.REJECT,
         idempotency_key: str | None = None,
+        request_id: str | None = None,
     ) -> PublishOutcome:
         """As `publish` (not atomic), on an event loop: the records are checked, encoded and
         handed to the producer on the calling thread, and their acknowledgements awaited.
@@ -280,7 +286,13 @@ class Publisher:
         `codecs` come from `codecs()`, which may read the registry database: call it off the
         event loop.
         """
-        batch = PreparedBatch(records, codecs, on_error=on_error, idempotency_key=idempotency_key)
+        batch = PreparedBatch(
+            records,
+            codecs,
+            on_error=on_error,
+            idempotency_key=idempotency_key,
+            request_id=request_id,
+        )
         sending = await self.send_async(codecs, batch)
         return await sending.outcome()
 
@@ -413,14 +425,17 @@ class PreparedBatch:
         *,
         on_error: OnError = OnError.REJECT,
         idempotency_key: str | None = None,
+        request_id: str | None = None,
     ) -> None:
         self.on_error = on_error
         self.prepared: list[_Prepared | HubError] = []
+        # One list shared by the records of the request: the producer only reads it.
+        request = [(REQUEST_ID_HEADER, request_id.encode())] if request_id is not None else None
         for position, record in enumerate(records):
             marker = (
-                [(IDEMPOTENCY_HEADER, f"{idempotency_key}:{position}".encode())]
+                [*(request or ()), (IDEMPOTENCY_HEADER, f"{idempotency_key}:{position}".encode())]
                 if idempotency_key is not None
-                else None
+                else request
             )
             try:
                 self.prepared.append(

@@ -14,15 +14,16 @@ dependency every topic shares (registry, metastore) are retried and then fail th
 the query redoes from its checkpoint. Each topic's state is kept in `spark_loaders.feed_status`.
 """
 
+import contextlib
 import functools
 import logging
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
@@ -38,7 +39,9 @@ from spark_loaders.errors import RegistryUnavailable
 from spark_loaders.feed_status import FeedStatusBook
 from spark_loaders.isolation import FailureKind, as_transient, classify, describe
 from spark_loaders.kafka_access import check_kafka_access
+from spark_loaders.lineage import bronze_entry, commit_metadata, request_spans, source_positions
 from spark_loaders.metrics import LOADER_METRICS
+from spark_loaders.openlineage import run_events
 from spark_loaders.quarantine import QuarantineReason, quarantine_rows, quarantine_table
 from spark_loaders.reprocess import SwapRequests, insert_missing
 from spark_loaders.schemas import REGISTRY_BACKOFF, RegistryClient
@@ -82,6 +85,7 @@ class BronzeLoader:
         self._checkpoint = settings.checkpoint_dir / QUERY_NAME
         self._txn_app_id = _checkpoint_identity(spark, self._checkpoint)
         self._swaps = SwapRequests(settings.state_dir)
+        self._events = run_events(settings, kafka)
         self.statuses = FeedStatusBook.in_checkpoints(settings.state_dir)
 
     def start(self, *, available_now: bool = False) -> StreamingQuery:
@@ -102,6 +106,8 @@ class BronzeLoader:
             # every other feed with it. What the topic held is gone from Kafka either way; see
             # docs/loaders.md, "Deleted feeds".
             .option("failOnDataLoss", str(self._settings.fail_on_data_loss).lower())
+            # The publish request id and idempotency key travel as headers (lineage).
+            .option("includeHeaders", "true")
         )
         if self._settings.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", self._settings.max_offsets_per_trigger)
@@ -138,44 +144,64 @@ class BronzeLoader:
             # One job tells which topics and writer schemas the batch holds, and how many
             # records of each; it also fills the cache the topics' writes read. Undecodable
             # payloads are counted while bronze is written (`DecodedTopic.undecodable_count`).
-            pairs = batch.groupBy("topic", "_hub_schema_id").count().collect()
+            # The same job gives each partition's offsets and whether any record came from
+            # a publish request: what the lineage ledger entry of the topic's commit needs.
+            pairs = (
+                batch.groupBy("topic", "partition", "_hub_schema_id")
+                .agg(
+                    F.count(F.lit(1)).alias("count"),
+                    F.min("offset").alias("first"),
+                    F.max("offset").alias("last"),
+                    F.count("_hub_request_id").alias("requests"),
+                )
+                .collect()
+            )
             by_topic: dict[str, set[SchemaId]] = {}
             unframed: set[str] = set()
             # topic -> writer schema id (None: not Confluent-framed) -> records in the batch
             counts: dict[str, dict[SchemaId | None, int]] = {}
+            offsets: dict[str, _TopicOffsets] = {}
             for row in pairs:
                 ids = by_topic.setdefault(row["topic"], set())
-                counts.setdefault(row["topic"], {})[row["_hub_schema_id"]] = row["count"]
+                by_id = counts.setdefault(row["topic"], {})
+                by_id[row["_hub_schema_id"]] = by_id.get(row["_hub_schema_id"], 0) + row["count"]
+                offsets.setdefault(row["topic"], _TopicOffsets()).add(row)
                 if row["_hub_schema_id"] is None:
                     unframed.add(row["topic"])
                 else:
                     ids.add(SchemaId(row["_hub_schema_id"]))
             ingested_at = F.current_timestamp()
             landed: list[str] = []
-            for topic, schema_ids in sorted(by_topic.items()):
-                table = bronze_table(TopicName(topic))
-                merge = batch_id <= merge_through.get(table, -1)
-                records = batch.where(F.col("topic") == topic)
-                land = functools.partial(
-                    self._land_topic,
-                    records,
-                    topic,
-                    schema_ids,
-                    unframed=topic in unframed,
-                    batch_id=batch_id,
-                    ingested_at=ingested_at,
-                    merge=merge,
-                    counts=counts[topic],
-                )
-                outcome = self._land_contained(
-                    land,
-                    records,
-                    topic,
-                    batch_id=batch_id,
-                    ingested_at=ingested_at,
-                    total=sum(counts[topic].values()),
-                )
-                landed.append(f"{table} <- {outcome}")
+            topics = sorted(by_topic)
+            run = self._events.run(
+                QUERY_NAME, topics=topics, tables=[bronze_table(TopicName(t)) for t in topics]
+            )
+            with run if topics else contextlib.nullcontext():
+                for topic in topics:
+                    table = bronze_table(TopicName(topic))
+                    merge = batch_id <= merge_through.get(table, -1)
+                    records = batch.where(F.col("topic") == topic)
+                    land = functools.partial(
+                        self._land_topic,
+                        records,
+                        topic,
+                        by_topic[topic],
+                        unframed=topic in unframed,
+                        batch_id=batch_id,
+                        ingested_at=ingested_at,
+                        merge=merge,
+                        counts=counts[topic],
+                        offsets=offsets[topic],
+                    )
+                    outcome = self._land_contained(
+                        land,
+                        records,
+                        topic,
+                        batch_id=batch_id,
+                        ingested_at=ingested_at,
+                        total=sum(counts[topic].values()),
+                    )
+                    landed.append(f"{table} <- {outcome}")
             if landed:
                 log.info("batch %d: %s", batch_id, ", ".join(landed))
         finally:
@@ -313,6 +339,7 @@ class BronzeLoader:
         ingested_at: Column,
         merge: bool,
         counts: dict[SchemaId | None, int],
+        offsets: "_TopicOffsets",
         progress: _Progress,
     ) -> str:
         """Land one topic's records of a batch; returns a note for the batch's log line.
@@ -364,7 +391,8 @@ class BronzeLoader:
                 )
                 reasons[QuarantineReason.TYPE_CHANGE_UNSUPPORTED.value] += total - rejected
             else:
-                self._write(rows, table, batch_id, merge=merge)
+                metadata = self._ledger_entry(topic, batch_id, offsets, records, rows)
+                self._write(rows, table, batch_id, merge=merge, metadata=metadata)
                 progress.bronze_written = True
                 self._apply_comments(table, reader)
                 bad = decoded.undecodable_count()
@@ -391,6 +419,29 @@ class BronzeLoader:
         LOADER_METRICS.quarantined(table, reasons)
         return note
 
+    def _ledger_entry(
+        self,
+        topic: str,
+        batch_id: int,
+        offsets: "_TopicOffsets",
+        records: DataFrame,
+        rows: DataFrame,
+    ) -> str | None:
+        """The lineage ledger entry of the topic's bronze commit. Lineage never keeps records
+        from landing: should the entry fail to build, the commit carries none (logged)."""
+        try:
+            return bronze_entry(
+                topic,
+                batch_id,
+                offsets.ranges(),
+                request_spans(records) if offsets.requests else (),
+                source_positions(rows),
+            ).encode()
+        except (TypeError, ValueError, KeyError):
+            log.warning("batch %d of %s lands without its lineage entry", batch_id, topic,
+                        exc_info=True)  # fmt: skip
+            return None
+
     def _apply_comments(self, table: str, reader: str | None) -> None:
         """Column comments are documentation: failing to set them never sets records aside."""
         try:
@@ -402,15 +453,44 @@ class BronzeLoader:
                 raise
             log.warning("could not set the column comments of %s: %s", table, describe(error))
 
-    def _write(self, rows: DataFrame, table: str, batch_id: int, *, merge: bool) -> None:
+    def _write(
+        self, rows: DataFrame, table: str, batch_id: int, *, merge: bool, metadata: str | None
+    ) -> None:
         state = self._tables.state(table)
         if merge and state is not None:
             # Just after a reprocessing swap: this batch may already be in the new location.
-            insert_missing(self._spark, rows, state.location)
+            with commit_metadata(rows.sparkSession, metadata):
+                insert_missing(self._spark, rows, state.location)
             return
         self._tables.append(
-            rows, table, app_id=f"{self._txn_app_id}:{table}", version=batch_id, partitioned=True
+            rows,
+            table,
+            app_id=f"{self._txn_app_id}:{table}",
+            version=batch_id,
+            partitioned=True,
+            metadata=metadata,
         )
+
+
+@dataclass
+class _TopicOffsets:
+    """One topic's offsets in a batch, per partition, from the batch's first job."""
+
+    first: dict[int, int] = field(default_factory=dict)
+    last: dict[int, int] = field(default_factory=dict)
+    requests: int = 0  # records carrying a publish request id
+
+    def add(self, row: Row) -> None:
+        partition = row["partition"]
+        self.first[partition] = min(self.first.get(partition, row["first"]), row["first"])
+        self.last[partition] = max(self.last.get(partition, row["last"]), row["last"])
+        self.requests += row["requests"]
+
+    def ranges(self) -> list[dict[str, int]]:
+        return [
+            {"partition": p, "first": first, "last": self.last[p]}
+            for p, first in sorted(self.first.items())
+        ]
 
 
 def landing_note(total: int, quarantined: int, *, unsure: bool = False, why: str = "") -> str:

@@ -20,6 +20,8 @@ METADATA_DOCS = {
     "_hub_offset": "Kafka offset of the record in its partition.",
     "_hub_timestamp": "Kafka timestamp of the record (its event time when the publisher gave one).",
     "_hub_schema_id": "Registry id of the schema the record was written with.",
+    "_hub_request_id": "Id of the publish request that wrote the record (null for connectors).",
+    "_hub_idempotency_key": "Idempotency-Key of the publish request, when it gave one.",
     "_hub_ingested_at": "When the loader landed the record.",
     "_hub_ingest_date": "Date the loader landed the record (the partition column).",
 }

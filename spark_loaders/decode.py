@@ -33,17 +33,49 @@ METADATA_COLUMNS = {
     "_hub_offset": "offset",
     "_hub_timestamp": "timestamp",
     "_hub_schema_id": "_hub_schema_id",
+    "_hub_request_id": "_hub_request_id",
+    "_hub_idempotency_key": "_hub_idempotency_key",
 }
+# Kafka record headers the publish path writes (`publish.publisher`), landed as columns.
+REQUEST_ID_HEADER = "hub.request-id"
+IDEMPOTENCY_HEADER = "hub.idempotency-key"
 _WRAPPER = "_hub_framed_value"
 
 
 def with_schema_id(records: DataFrame) -> DataFrame:
-    """Add `_hub_schema_id` (null unless the value has a valid Confluent header)."""
+    """Add `_hub_schema_id` (null unless the value has a valid Confluent header), and the
+    publish request id and idempotency key from the record's headers (null without them)."""
     framed = (F.length("value") >= HEADER_SIZE) & (
         F.substring("value", 1, 1) == F.lit(bytes([MAGIC_BYTE]))
     )
     schema_id = F.conv(F.hex(F.substring("value", 2, 4)), 16, 10).cast("int")
-    return records.withColumn("_hub_schema_id", F.when(framed, schema_id))
+    with_id = records.withColumn("_hub_schema_id", F.when(framed, schema_id))
+    # The idempotency header is `<key>:<position in the request>`; the column holds the key.
+    key = F.regexp_extract(_header(records, IDEMPOTENCY_HEADER), r"^(.*):[0-9]+$", 1)
+    return with_id.withColumns(
+        {
+            "_hub_request_id": _header(records, REQUEST_ID_HEADER),
+            "_hub_idempotency_key": F.when(key != "", key),
+        }
+    )
+
+
+def _metadata(columns: list[str]) -> list[Column]:
+    """The metadata columns; those the records lack (replayed quarantine rows carry no
+    headers) are null."""
+    return [
+        (F.col(c) if c in columns else F.lit(None).cast("string")).alias(n)
+        for n, c in METADATA_COLUMNS.items()
+    ]
+
+
+def _header(records: DataFrame, name: str) -> Column:
+    """The first value of header `name` as text; null when absent or headers are not read."""
+    if "headers" not in records.columns:
+        return F.lit(None).cast("string")
+    found = F.filter("headers", lambda h: h["key"] == F.lit(name))
+    # `get` answers null past the end, where `element_at` fails under ANSI mode.
+    return F.get(found, 0)["value"].cast("string")
 
 
 def payload() -> Column:
@@ -157,7 +189,7 @@ def decode_topic(
             F.count_if(~F.coalesce(F.col("_hub_value.end"), F.lit(False))).alias("undecodable"),
         )
         good = attempt.where(F.col("_hub_value.end")).select(
-            "_hub_value.value.*", *[F.col(c).alias(n) for n, c in METADATA_COLUMNS.items()]
+            "_hub_value.value.*", *_metadata(rows.columns)
         )
         bad = quarantine_rows(
             attempt.where(~F.coalesce(F.col("_hub_value.end"), F.lit(False))),

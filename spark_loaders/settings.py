@@ -244,6 +244,14 @@ class LoaderSettings(BaseSettings):
         ),
     )
 
+    openlineage_config: Path | None = Field(
+        default=None,
+        description=(
+            "An openlineage.yml (the OpenLineage client's format, `transport:`): each batch "
+            "sends START and COMPLETE (or FAIL) run events there. Unset: no events."
+        ),
+    )
+
     @field_validator("maintenance_layers", "auto_compact_layers")
     @classmethod
     def _layers(cls, value: str) -> str:

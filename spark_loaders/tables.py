@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql.types import StructType
 
 from spark_loaders.evolution import ChangeKind, ColumnChange, diff, spark_columns
+from spark_loaders.lineage import commit_metadata
 from spark_loaders.maintenance import new_table_properties
 
 log = logging.getLogger(__name__)
@@ -99,8 +100,13 @@ class DeltaTables:
         app_id: str,
         version: int,
         partitioned: bool,
+        metadata: str | None = None,
     ) -> None:
-        """Append with Delta's idempotent writes: a repeat of (app_id, version) is skipped."""
+        """Append with Delta's idempotent writes: a repeat of (app_id, version) is skipped.
+
+        `metadata` becomes the commit's `userMetadata` (the lineage ledger entry): a skipped
+        repeat commits none.
+        """
         writer = (
             rows.write.format("delta")
             .mode("append")
@@ -113,9 +119,13 @@ class DeltaTables:
             if partitioned:
                 writer = writer.partitionBy(PARTITION_COLUMN)
             writer = writer.options(**new_table_properties(self._spark, table))
-            save_as_new_table(self._spark, writer.option(TYPE_WIDENING, "true"), table)
+            # CREATE TABLE AS SELECT ignores the `userMetadata` option; it takes the conf.
+            with commit_metadata(rows.sparkSession, metadata):
+                save_as_new_table(self._spark, writer.option(TYPE_WIDENING, "true"), table)
             log.info("created table %s", table)
             return
+        if metadata is not None:
+            writer = writer.option("userMetadata", metadata)
         writer.save(state.location)
         if not state.schema.fields:
             state.schema = self._spark.read.format("delta").load(state.location).schema

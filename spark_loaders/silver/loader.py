@@ -7,18 +7,24 @@ on the batch, so a batch replayed after a crash rewrites identical values: exact
 `txnVersion`, which could not protect two tables in two commits anyway.
 """
 
+import contextlib
 import logging
 from collections.abc import Sequence
+from pathlib import Path
+from typing import cast
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from hub_core.ledger import LedgerEntry, LedgerKind
 from spark_loaders.comments import set_table_comment
 from spark_loaders.errors import LoaderError
 from spark_loaders.isolation import FailureKind, classify, describe
+from spark_loaders.lineage import commit_metadata, stream_read
 from spark_loaders.maintenance import new_table_properties
+from spark_loaders.openlineage import RunEvents, run_events
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.changes import (
     _DROP,
@@ -37,6 +43,7 @@ from spark_loaders.silver.changes import (
     truncate_markers,
 )
 from spark_loaders.silver.keys import discover
+from spark_loaders.storage import Location, parse_location
 from spark_loaders.tables import save_as_new_table
 
 log = logging.getLogger(__name__)
@@ -47,10 +54,22 @@ CURRENT_DROPPED = (VALID_TO, IS_CURRENT, IS_DELETED, "_hub_unavailable")
 class SilverLoader:
     """Keeps `silver.<t>_current` and `silver.<t>_history` of one changelog topic up to date."""
 
-    def __init__(self, spark: SparkSession, spec: ChangelogSpec, *, checkpoint_dir: str) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        spec: ChangelogSpec,
+        *,
+        checkpoint_dir: str,
+        events: RunEvents | None = None,
+    ) -> None:
         self._spark = spark
+        self._events = events
         self._spec = spec
         self._checkpoint = f"{checkpoint_dir}/hub-silver-{spec.silver_prefix.split('.')[-1]}"
+        parsed = parse_location(self._checkpoint)
+        self._checkpoint_location: Location = (
+            Path(parsed) if isinstance(parsed, str) else cast(Location, parsed)
+        )
         # New row columns in bronze reach silver through MERGE's schema evolution.
         spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")
 
@@ -89,8 +108,24 @@ class SilverLoader:
             if new.isEmpty():
                 return
             columns = [c for c in row_fields(batch.schema) if c not in keys]
-            changed = self._apply_history(new, keys, columns)
-            self._apply_current(changed, keys)
+            # Both MERGEs carry which bronze versions the batch read (the lineage ledger). A
+            # replayed batch changes nothing, and a MERGE that changes nothing commits nothing.
+            # The batch's session is the stream's own, so the setting stays with this stream.
+            session = batch.sparkSession
+            read = stream_read(session, self._checkpoint_location, batch_id, spec.bronze_table)
+            entry = LedgerEntry(LedgerKind.SILVER, batch=batch_id, reads=(read,)) if read else None
+            run = (
+                self._events.run(
+                    f"hub-silver-{spec.silver_prefix}",
+                    read_tables=[spec.bronze_table],
+                    tables=[spec.history_table, spec.current_table],
+                )
+                if self._events is not None
+                else contextlib.nullcontext()
+            )
+            with run, commit_metadata(session, entry.encode() if entry else None):
+                changed = self._apply_history(new, keys, columns, session)
+                self._apply_current(changed, keys, session)
             log.info(
                 "batch %d of %s: %d events applied to %s and %s",
                 batch_id,
@@ -102,8 +137,10 @@ class SilverLoader:
         finally:
             new.unpersist()
 
-    def _apply_history(self, new: DataFrame, keys: list[str], columns: list[str]) -> DataFrame:
-        history = DeltaTable.forName(self._spark, self._spec.history_table)
+    def _apply_history(
+        self, new: DataFrame, keys: list[str], columns: list[str], session: SparkSession
+    ) -> DataFrame:
+        history = DeltaTable.forName(session, self._spec.history_table)
         markers = truncate_markers(new, keys=keys, columns=columns)
         stored = history.toDF()
         old_truncates = stored.where((F.col(OP) == "t") & _all_null(keys))
@@ -143,8 +180,8 @@ class SilverLoader:
             .execute()
         )
 
-    def _apply_current(self, latest: DataFrame, keys: list[str]) -> None:
-        current = DeltaTable.forName(self._spark, self._spec.current_table)
+    def _apply_current(self, latest: DataFrame, keys: list[str], session: SparkSession) -> None:
+        current = DeltaTable.forName(session, self._spec.current_table)
         rows = latest.drop(_DROP, VALID_TO, IS_CURRENT, "_hub_unavailable")
         on = " AND ".join(f"t.{k} = s.{k}" for k in keys)
         values: dict[str, str | Column] = {c: f"s.{c}" for c in rows.columns if c != IS_DELETED}
@@ -229,6 +266,7 @@ def start_silver(
     logged and restarted from its checkpoint at the next pass, and the others go on.
     """
     started: list[StreamingQuery] = []
+    events = run_events(settings)
     for spec in discover(spark, settings):
         previous = running.get(spec.bronze_table)
         if previous is not None and previous.isActive:
@@ -239,7 +277,9 @@ def start_silver(
                 spec.bronze_table,
                 describe(previous.exception()),  # type: ignore[arg-type]
             )
-        loader = SilverLoader(spark, spec, checkpoint_dir=str(settings.checkpoint_dir))
+        loader = SilverLoader(
+            spark, spec, checkpoint_dir=str(settings.checkpoint_dir), events=events
+        )
         try:
             query = loader.start(
                 available_now=available_now, trigger_seconds=settings.trigger_seconds

@@ -62,7 +62,9 @@ def test_every_record_is_answered_with_the_offset_kafka_stored_it_at(
         schema_id, _payload = unframe(message.value())
         assert schema_id == answer["schema_id"]
         assert message.key() == sent["key"].encode()
-        assert message.headers() == [("source", b"test")]
+        # The record's own headers, then the request's id (lineage).
+        request_id = response.headers["X-Request-Id"].encode()
+        assert message.headers() == [("source", b"test"), ("hub.request-id", request_id)]
         assert message.timestamp()[1] == sent["timestamp"]
 
 

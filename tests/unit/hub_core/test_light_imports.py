@@ -30,7 +30,7 @@ def _third_party_modules_loaded_by(module: str) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("module", ["hub_core.errors", "hub_core.naming"])
+@pytest.mark.parametrize("module", ["hub_core.errors", "hub_core.naming", "hub_core.ledger"])
 def test_the_error_catalogue_and_naming_load_nothing_beyond_the_standard_library(
     module: str,
 ) -> None:

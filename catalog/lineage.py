@@ -1,0 +1,345 @@
+"""The lineage index: the loader's ledger entries, copied into the hub's database, and asked.
+
+`LineageSync` reads the commit files (`_delta_log/<version>.json`) of the tables under the
+warehouse folder with plain Python and copies each commit's ledger entry
+(`hub_core.ledger`) into the `lineage_*` tables, keyed on (table, version): it resumes after
+the newest version it indexed, and a second copy of a commit (another API replica syncing at
+the same time) is refused by the key, so every commit is indexed once. `LineageStore` answers
+the two questions lineage asks: which commit holds a Kafka position, and every table version
+downstream of one. See docs/lineage.md and ADR 0038.
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import Engine, and_, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from catalog.tables import (
+    LineageCommitRow,
+    LineageOffsetRow,
+    LineageReadRow,
+    LineageRequestRow,
+    LineageTableRow,
+)
+from hub_core.database import transaction
+from hub_core.ledger import Commit, LedgerKind, commit_versions, read_commits
+
+log = logging.getLogger(__name__)
+
+# The databases of the loader's tables under the warehouse folder (`<db>.db/<table>`).
+LINEAGE_DATABASES = ("bronze", "silver", "gold")
+# A downstream walk stops after this many layers (bronze -> silver -> gold is three).
+_MAX_DEPTH = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """A Kafka position (topic, partition, offset)."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class TableVersion:
+    """A version of a table, and what kind of commit made it."""
+
+    table: str
+    version: int
+    kind: str
+    committed_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BronzeHit:
+    """The bronze commit whose offsets include a position, with that partition's range."""
+
+    table: str
+    version: int
+    topic: str
+    partition: int
+    first_offset: int
+    last_offset: int
+    lsn: tuple[int, int] | None
+    tx: tuple[int, int] | None
+
+
+class LineageStore:
+    """Reads of the lineage index."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    def bronze_holding(
+        self, *, partition: int, offset: int, table: str | None = None, topic: str | None = None
+    ) -> list[BronzeHit]:
+        """Bronze commits of `table` (or `topic`) whose offsets in `partition` hold `offset`."""
+        query = select(LineageOffsetRow).where(
+            LineageOffsetRow.partition == partition,
+            LineageOffsetRow.first_offset <= offset,
+            LineageOffsetRow.last_offset >= offset,
+        )
+        if table is not None:
+            query = query.where(LineageOffsetRow.table_name == table)
+        if topic is not None:
+            query = query.where(LineageOffsetRow.topic == topic)
+        with transaction(self._sessions) as session:
+            rows = session.scalars(query.order_by(LineageOffsetRow.version)).all()
+        return [_hit(row) for row in rows]
+
+    def bronze_by_lsn(self, lsn: int) -> list[BronzeHit]:
+        """Bronze commits whose source LSN range holds `lsn`."""
+        query = select(LineageOffsetRow).where(
+            LineageOffsetRow.lsn_min <= lsn, LineageOffsetRow.lsn_max >= lsn
+        )
+        with transaction(self._sessions) as session:
+            rows = session.scalars(query.order_by(LineageOffsetRow.version)).all()
+        return [_hit(row) for row in rows]
+
+    def bronze_by_request(self, request_id: str) -> list[BronzeHit]:
+        """Bronze commits holding records of publish request `request_id`."""
+        query = (
+            select(LineageRequestRow, LineageOffsetRow)
+            .join(
+                LineageOffsetRow,
+                and_(
+                    LineageOffsetRow.table_name == LineageRequestRow.table_name,
+                    LineageOffsetRow.version == LineageRequestRow.version,
+                    LineageOffsetRow.partition == LineageRequestRow.partition,
+                ),
+            )
+            .where(LineageRequestRow.request_id == request_id)
+            .order_by(LineageRequestRow.version)
+        )
+        with transaction(self._sessions) as session:
+            pairs = session.execute(query).all()
+        return [
+            BronzeHit(
+                request.table_name,
+                request.version,
+                offsets.topic,
+                request.partition,
+                request.first_offset,
+                request.last_offset,
+                None,
+                None,
+            )
+            for request, offsets in pairs
+        ]
+
+    def commit(self, table: str, version: int) -> TableVersion | None:
+        with transaction(self._sessions) as session:
+            row = session.get(LineageCommitRow, (table, version))
+        return None if row is None else _version(row)
+
+    def topic_of(self, table: str) -> str | None:
+        """The topic a bronze table lands, from its newest indexed commit."""
+        query = (
+            select(LineageCommitRow.topic)
+            .where(LineageCommitRow.table_name == table, LineageCommitRow.topic.is_not(None))
+            .order_by(LineageCommitRow.version.desc())
+            .limit(1)
+        )
+        with transaction(self._sessions) as session:
+            return session.scalar(query)
+
+    def downstream(self, sources: Iterable[tuple[str, int]]) -> list[TableVersion]:
+        """Every indexed commit that read one of `sources` (table, version), directly or
+        through others (silver from bronze, gold from silver), in table and version order."""
+        found: dict[tuple[str, int], TableVersion] = {}
+        frontier = set(sources)
+        with transaction(self._sessions) as session:
+            for _ in range(_MAX_DEPTH):
+                if not frontier:
+                    break
+                conditions = [
+                    and_(
+                        LineageReadRow.source_table == table,
+                        LineageReadRow.first_version <= version,
+                        LineageReadRow.last_version >= version,
+                    )
+                    for table, version in frontier
+                ]
+                reads = session.scalars(select(LineageReadRow).where(or_(*conditions))).all()
+                frontier = set()
+                for read in reads:
+                    key = (read.table_name, read.version)
+                    if key in found:
+                        continue
+                    row = session.get(LineageCommitRow, key)
+                    if row is not None:
+                        found[key] = _version(row)
+                        frontier.add(key)
+        return sorted(found.values(), key=lambda v: (v.table, v.version))
+
+    def synced(self) -> dict[str, int]:
+        """Each followed table and the newest version indexed."""
+        with transaction(self._sessions) as session:
+            rows = session.scalars(select(LineageTableRow)).all()
+        return {row.table_name: row.synced_version for row in rows}
+
+
+class LineageSync:
+    """Copies ledger entries of the tables under `warehouse` into the index (module docstring).
+
+    `sync()` is cheap when nothing changed (a directory listing per table), and runs at most
+    every `min_interval_s` per instance; callers ask before every lineage answer.
+    """
+
+    def __init__(self, engine: Engine, warehouse: Path, *, min_interval_s: float = 1.0) -> None:
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._warehouse = warehouse
+        self._min_interval_s = min_interval_s
+        self._last = float("-inf")
+        self._lock = threading.Lock()
+
+    def tables(self) -> dict[str, Path]:
+        """The loader's Delta tables under the warehouse folder, by name."""
+        found: dict[str, Path] = {}
+        for database in LINEAGE_DATABASES:
+            folder = self._warehouse / f"{database}.db"
+            if not folder.is_dir():
+                continue
+            for table in sorted(folder.iterdir()):
+                if (table / "_delta_log").is_dir():
+                    found[f"{database}.{table.name}"] = table
+        return found
+
+    def sync(self, *, force: bool = False) -> int:
+        """Index the commits made since the last sync; returns how many entries were added."""
+        with self._lock:
+            now = time.monotonic()
+            if not force and now - self._last < self._min_interval_s:
+                return 0
+            self._last = now
+            with transaction(self._sessions) as session:
+                synced = {
+                    row.table_name: row for row in session.scalars(select(LineageTableRow)).all()
+                }
+            added = 0
+            for name, path in self.tables().items():
+                known = synced.get(name)
+                after = -1
+                if known is not None and known.location == str(path):
+                    after = known.synced_version
+                versions = commit_versions(path)
+                if not versions or versions[-1] <= after:
+                    continue
+                added += self._sync_table(name, path, after)
+            return added
+
+    def _sync_table(self, name: str, path: Path, after: int) -> int:
+        commits = list(read_commits(path, after=after))
+        if not commits:
+            return 0
+        newest = commits[-1].version
+        try:
+            with transaction(self._sessions) as session:
+                row = session.get(LineageTableRow, name, with_for_update=True)
+                if row is not None and row.location == str(path) and row.synced_version >= newest:
+                    return 0  # another sync got here first
+                if row is None:
+                    session.add(LineageTableRow(table_name=name, location=str(path),
+                                                synced_version=newest))  # fmt: skip
+                else:
+                    row.location = str(path)
+                    row.synced_version = newest
+                added = 0
+                for commit in commits:
+                    if commit.entry is not None and _add(session, name, commit):
+                        added += 1
+                return added
+        except IntegrityError:
+            # Another replica indexed these commits between our read and write: they are in.
+            log.info("lineage of %s was indexed by another process meanwhile", name)
+            return 0
+
+
+def _add(session: Session, table: str, commit: Commit) -> bool:
+    entry = commit.entry
+    assert entry is not None
+    if session.get(LineageCommitRow, (table, commit.version)) is not None:
+        return False  # indexed before the table moved (a reprocessing swap)
+    session.add(
+        LineageCommitRow(
+            table_name=table,
+            version=commit.version,
+            kind=entry.kind.value,
+            topic=entry.topic,
+            batch_id=entry.batch,
+            committed_at=datetime.fromtimestamp(commit.timestamp_ms / 1000, UTC),
+            entry=entry.encode(),
+        )
+    )
+    if entry.kind is LedgerKind.BRONZE and entry.topic is not None:
+        for r in entry.ranges:
+            session.add(
+                LineageOffsetRow(
+                    table_name=table,
+                    version=commit.version,
+                    partition=r.partition,
+                    topic=entry.topic,
+                    first_offset=r.first,
+                    last_offset=r.last,
+                    lsn_min=r.lsn[0] if r.lsn else None,
+                    lsn_max=r.lsn[1] if r.lsn else None,
+                    tx_min=r.tx[0] if r.tx else None,
+                    tx_max=r.tx[1] if r.tx else None,
+                )
+            )
+        for s in entry.requests:
+            session.add(
+                LineageRequestRow(
+                    request_id=s.request_id[:64],
+                    table_name=table,
+                    version=commit.version,
+                    partition=s.partition,
+                    first_offset=s.first,
+                    last_offset=s.last,
+                )
+            )
+    for read in entry.reads:
+        session.add(
+            LineageReadRow(
+                table_name=table,
+                version=commit.version,
+                source_table=read.table,
+                first_version=read.first,
+                last_version=read.last,
+            )
+        )
+    return True
+
+
+def _hit(row: LineageOffsetRow) -> BronzeHit:
+    lsn = _range(row.lsn_min, row.lsn_max)
+    tx = _range(row.tx_min, row.tx_max)
+    return BronzeHit(
+        row.table_name,
+        row.version,
+        row.topic,
+        row.partition,
+        row.first_offset,
+        row.last_offset,
+        lsn,
+        tx,
+    )
+
+
+def _range(low: int | None, high: int | None) -> tuple[int, int] | None:
+    return None if low is None or high is None else (low, high)
+
+
+def _version(row: LineageCommitRow) -> TableVersion:
+    committed = row.committed_at
+    if committed.tzinfo is None:
+        committed = committed.replace(tzinfo=UTC)
+    return TableVersion(row.table_name, row.version, row.kind, committed)

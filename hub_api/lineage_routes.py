@@ -1,0 +1,63 @@
+"""The lineage API: from a bronze row to its source, and from a source position to every table
+version that holds it (docs/lineage.md, ADR 0038)."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from hub_api.auth import Caller
+from hub_api.lineage_models import PositionsPublic, RowLineagePublic
+from hub_api.lineage_service import LineageService
+
+router = APIRouter(prefix="/v1/lineage", tags=["lineage"])
+
+_INT32 = 2**31 - 1
+_INT64 = 2**63 - 1
+
+
+def _service(request: Request) -> LineageService:
+    service: LineageService = request.app.state.lineage
+    return service
+
+
+Lineage = Annotated[LineageService, Depends(_service)]
+
+
+@router.get("/rows", response_model=RowLineagePublic)
+def row_lineage(
+    lineage: Lineage,
+    caller: Caller,
+    table: Annotated[str, Query(max_length=300, description="A bronze table, `bronze.<t>`.")],
+    partition: Annotated[int, Query(ge=0, le=_INT32, description="The row's `_hub_partition`.")],
+    offset: Annotated[int, Query(ge=0, le=_INT64, description="The row's `_hub_offset`.")],
+) -> RowLineagePublic:
+    """Where a bronze row came from: its Kafka position, the publish request id or source
+    LSN and transaction id, its schema id, the bronze version that landed it, and every silver
+    and gold version that read that version. A team asks about its own feeds; 404 (40460)
+    when no landed version holds the row."""
+    return lineage.row(caller, table=table, partition=partition, offset=offset)
+
+
+@router.get("/positions", response_model=PositionsPublic)
+def position_lineage(
+    lineage: Lineage,
+    caller: Caller,
+    lsn: Annotated[int | None, Query(ge=0, le=_INT64, description="A source LSN (CDC).")] = None,
+    request_id: Annotated[
+        str | None, Query(max_length=64, description="A publish request's `X-Request-Id`.")
+    ] = None,
+    topic: Annotated[str | None, Query(max_length=249)] = None,
+    partition: Annotated[int | None, Query(ge=0, le=_INT32)] = None,
+    offset: Annotated[int | None, Query(ge=0, le=_INT64)] = None,
+) -> PositionsPublic:
+    """Every table version (bronze, silver, gold) holding a source LSN, the records of a
+    publish request, or a Kafka offset (`topic`, `partition` and `offset` together). Give
+    exactly one kind (else 422, 42280); 404 (40460) when no landed version holds it."""
+    return lineage.positions(
+        caller,
+        lsn=lsn,
+        request_id=request_id,
+        topic=topic,
+        partition=partition,
+        offset=offset,
+    )

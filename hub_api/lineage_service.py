@@ -1,0 +1,208 @@
+"""Answering lineage questions: the index (`catalog.lineage`), the feeds' owners, and Kafka.
+
+The index says which bronze version landed an offset and which silver and gold versions read
+it; what only the record itself knows (its schema id, request id, source LSN) is read from
+Kafka while Kafka still holds it. A team may ask about its own feeds, an admin about all.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from catalog.errors import FeedNotFound, InvalidLineageQuery, LineageNotFound
+from catalog.lineage import BronzeHit, LineageStore, LineageSync, TableVersion
+from catalog.types import Principal, TeamName
+from hub_api.auth import require_owner
+from hub_api.errors import Forbidden
+from hub_api.lineage_models import (
+    BronzeCommitPublic,
+    PositionsPublic,
+    RowLineagePublic,
+    TableVersionPublic,
+)
+from hub_core.errors import HubError
+from hub_kafka.reader import RawRecord, TopicReader
+from publish.feeds import FeedService
+from registry.serde import decode
+from registry.service import RegistryService
+from registry.types import SchemaId
+from registry.wire import HEADER_SIZE, MAGIC_BYTE
+
+_BRONZE_TABLE = re.compile(r"bronze\.[A-Za-z0-9_]{1,249}")
+# As the publish route issues and accepts them (`publish_routes.request_id_of`).
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+_TOPIC = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+")
+_REQUEST_HEADER = "hub.request-id"
+_IDEMPOTENCY_HEADER = "hub.idempotency-key"
+
+
+@dataclass(frozen=True)
+class LineageService:
+    """What the lineage routes call; built once per app."""
+
+    store: LineageStore
+    sync: LineageSync
+    feeds: FeedService
+    reader: TopicReader
+    registry: RegistryService
+
+    def row(
+        self, caller: Principal, *, table: str, partition: int, offset: int
+    ) -> RowLineagePublic:
+        """Where the bronze row at (`partition`, `offset`) of `table` came from."""
+        if not _BRONZE_TABLE.fullmatch(table):
+            raise InvalidLineageQuery(
+                f"'{table[:300]}' is not a bronze table: rows are traced from "
+                "bronze.<topic with dots as underscores>; silver and gold rows carry the bronze "
+                "position they came from (see docs/lineage.md)."
+            )
+        table = table.lower()  # as Spark's catalog names tables
+        self.sync.sync()
+        hits = self.store.bronze_holding(table=table, partition=partition, offset=offset)
+        if not hits:
+            raise LineageNotFound(f"offset {offset} of partition {partition} in {table}")
+        topic = hits[0].topic
+        self._require_reader(caller, topic)
+        hit = hits[0]
+        record = self.reader.at(topic, partition, offset)
+        facts = _record_facts(record, self.registry) if record is not None else {}
+        versions = self._versions(hits)
+        return RowLineagePublic(
+            table=table,
+            topic=topic,
+            partition=partition,
+            offset=offset,
+            bronze_version=hit.version,
+            in_kafka=record is not None,
+            versions=versions,
+            **facts,
+        )
+
+    def positions(
+        self,
+        caller: Principal,
+        *,
+        lsn: int | None = None,
+        request_id: str | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> PositionsPublic:
+        """Every table version holding a source LSN, a request's records, or a Kafka offset."""
+        by_offset = (topic, partition, offset)
+        kinds = (lsn is not None) + (request_id is not None) + any(v is not None for v in by_offset)
+        if kinds != 1 or (kinds and any(v is not None for v in by_offset) and None in by_offset):
+            raise InvalidLineageQuery(
+                "Give exactly one of: lsn=<source LSN>, request_id=<publish request id>, or "
+                "topic=, partition= and offset= together."
+            )
+        if request_id is not None and not _REQUEST_ID.fullmatch(request_id):
+            raise InvalidLineageQuery(
+                f"request_id {request_id[:64]!r} is not a request id: up to 64 letters, digits, "
+                "'.', '_', ':' and '-', as the publish answer's X-Request-Id gives it."
+            )
+        if topic is not None:
+            if len(topic) > 249 or not _TOPIC.fullmatch(topic):
+                raise InvalidLineageQuery(
+                    f"topic {topic[:249]!r} is not a hub topic name: lowercase "
+                    "'<domain>.<name>' (letters, digits and underscores, e.g. 'sales.orders')."
+                )
+            self._require_reader(caller, topic)  # before anything is looked up
+        self.sync.sync()
+        if lsn is not None:
+            hits, what = self.store.bronze_by_lsn(lsn), f"source LSN {lsn}"
+        elif request_id is not None:
+            hits, what = self.store.bronze_by_request(request_id), f"request '{request_id[:64]}'"
+        else:
+            assert topic is not None and partition is not None and offset is not None
+            hits = self.store.bronze_holding(topic=topic, partition=partition, offset=offset)
+            what = f"offset {offset} of partition {partition} in topic '{topic[:249]}'"
+        hits = self._visible(caller, hits)
+        if not hits:
+            raise LineageNotFound(what)
+        return PositionsPublic(
+            bronze=[_bronze_public(h) for h in hits], versions=self._versions(hits)
+        )
+
+    def _versions(self, hits: list[BronzeHit]) -> list[TableVersionPublic]:
+        bronze = {(h.table, h.version) for h in hits}
+        found = [self.store.commit(t, v) for t, v in sorted(bronze)]
+        downstream = self.store.downstream(bronze)
+        return [_version_public(v) for v in [*filter(None, found), *downstream]]
+
+    def _visible(self, caller: Principal, hits: list[BronzeHit]) -> list[BronzeHit]:
+        """The hits of topics the caller may read; 403 when there were some, none of them."""
+        if caller.admin or not hits:
+            return hits
+        allowed = {t for t in {h.topic for h in hits} if self._owner(t) == caller.team}
+        visible = [h for h in hits if h.topic in allowed]
+        if not visible:
+            raise Forbidden(
+                "The records asked about belong to feeds of other teams; a team reads the "
+                "lineage of its own feeds. Use a key of the owning team or an admin key."
+            )
+        return visible
+
+    def _require_reader(self, caller: Principal, topic: str) -> None:
+        owner = self._owner(topic)
+        if owner is None:
+            if not caller.admin:
+                raise Forbidden(
+                    f"Topic '{topic[:249]}' is not a feed: only an admin key reads its lineage."
+                )
+            return
+        require_owner(caller, owner, what=f"The lineage of feed '{topic[:249]}'")
+
+    def _owner(self, topic: str) -> TeamName | None:
+        try:
+            return self.feeds.current(topic).owner
+        except FeedNotFound:
+            return None
+
+
+def _record_facts(record: RawRecord, registry: RegistryService) -> dict[str, Any]:
+    """Schema id, request id, idempotency key, LSN and transaction id of a Kafka record."""
+    headers = dict(record.headers)
+    facts: dict[str, Any] = {}
+    if _REQUEST_HEADER in headers:
+        facts["request_id"] = headers[_REQUEST_HEADER].decode("utf-8", errors="replace")
+    if _IDEMPOTENCY_HEADER in headers:
+        marker = headers[_IDEMPOTENCY_HEADER].decode("utf-8", errors="replace")
+        facts["idempotency_key"] = marker.rsplit(":", 1)[0]
+    value = record.value
+    if value is None or len(value) < HEADER_SIZE or value[0] != MAGIC_BYTE:
+        return facts
+    facts["schema_id"] = int.from_bytes(value[1:HEADER_SIZE], "big")
+    try:
+        datum = decode(value, writer_schema=lambda i: registry.schema(schema_id=SchemaId(i)))
+    except (HubError, ValueError, EOFError):
+        return facts  # not readable as hub Avro: the record's facts above still hold
+    source = datum.get("source") if isinstance(datum, dict) else None
+    if isinstance(source, dict):
+        if isinstance(source.get("lsn"), int):
+            facts["lsn"] = source["lsn"]
+        if isinstance(source.get("txId"), int):
+            facts["tx_id"] = source["txId"]
+    return facts
+
+
+def _bronze_public(hit: BronzeHit) -> BronzeCommitPublic:
+    return BronzeCommitPublic(
+        table=hit.table,
+        version=hit.version,
+        topic=hit.topic,
+        partition=hit.partition,
+        first_offset=hit.first_offset,
+        last_offset=hit.last_offset,
+        lsn_range=list(hit.lsn) if hit.lsn else None,
+        tx_id_range=list(hit.tx) if hit.tx else None,
+    )
+
+
+def _version_public(version: TableVersion) -> TableVersionPublic:
+    return TableVersionPublic(
+        table=version.table,
+        version=version.version,
+        kind=version.kind,
+        committed_at=version.committed_at,
+    )

@@ -1,0 +1,166 @@
+"""The loader's side of the lineage ledger (`hub_core.ledger`): the entries its commits carry.
+
+A bronze commit records the Kafka offsets (and, for change events, source LSNs and
+transaction ids) it landed; a silver commit records the bronze versions its batch read, from
+the stream's own offset log. Each entry travels in the commit itself (`userMetadata`), so it
+is exactly once with the data: a batch Delta skips as a replay commits no entry either.
+"""
+
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, cast
+
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+
+from hub_core.ledger import (
+    MAX_REQUESTS,
+    LedgerEntry,
+    LedgerKind,
+    OffsetRange,
+    RequestSpan,
+    TableRead,
+)
+from spark_loaders import storage
+from spark_loaders.storage import Location
+
+log = logging.getLogger(__name__)
+
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+@contextmanager
+def commit_metadata(spark: SparkSession, text: str | None) -> Iterator[None]:
+    """Commits made by `spark` inside the block carry `text` as their `userMetadata`.
+
+    For what takes no writer option: MERGE, and CREATE TABLE AS SELECT, which ignores the
+    `userMetadata` option. Use the session of a stream's batch (`batch.sparkSession`): each
+    streaming query runs on a session of its own, so concurrent queries do not see the value.
+    """
+    if text is None:
+        yield
+        return
+    spark.conf.set(USER_METADATA_CONF, text)
+    try:
+        yield
+    finally:
+        spark.conf.unset(USER_METADATA_CONF)
+
+
+def bronze_entry(
+    topic: str,
+    batch_id: int,
+    offsets: Iterable[Any],
+    requests: Iterable[Any] = (),
+    positions: Iterable[Any] = (),
+) -> LedgerEntry:
+    """The entry of one topic's bronze commit: `offsets` rows (partition, first, last),
+    `requests` rows (partition, request_id, first, last) and, for change events, `positions`
+    rows (partition, lsn_min, lsn_max, tx_min, tx_max)."""
+    sources = {row["partition"]: row for row in positions}
+    ranges = []
+    for row in sorted(offsets, key=lambda r: r["partition"]):
+        source = sources.get(row["partition"])
+        ranges.append(
+            OffsetRange(
+                row["partition"],
+                row["first"],
+                row["last"],
+                _pair(source, "lsn") if source else None,
+                _pair(source, "tx") if source else None,
+            )
+        )
+    spans = sorted(
+        (RequestSpan(r["request_id"], r["partition"], r["first"], r["last"]) for r in requests),
+        key=lambda s: (s.partition, s.first, s.request_id),
+    )
+    return LedgerEntry(
+        LedgerKind.BRONZE,
+        batch=batch_id,
+        topic=topic,
+        ranges=tuple(ranges),
+        requests=tuple(spans[:MAX_REQUESTS]),
+        requests_omitted=max(0, len(spans) - MAX_REQUESTS),
+    )
+
+
+def _pair(row: Any, name: str) -> tuple[int, int] | None:
+    low, high = row[f"{name}_min"], row[f"{name}_max"]
+    return None if low is None or high is None else (int(low), int(high))
+
+
+def request_spans(records: DataFrame) -> list[Row]:
+    """(partition, request_id, first, last) of the published records among `records`."""
+    return (
+        records.where(F.col("_hub_request_id").isNotNull())
+        .groupBy("partition", F.col("_hub_request_id").alias("request_id"))
+        .agg(F.min("offset").alias("first"), F.max("offset").alias("last"))
+        .collect()
+    )
+
+
+def source_positions(rows: DataFrame) -> list[Row]:
+    """(partition, lsn_min, lsn_max, tx_min, tx_max) of decoded change events; [] for rows
+    that are not change events (no `source.lsn`)."""
+    source = rows.schema["source"].dataType if "source" in rows.columns else None
+    names = set(getattr(source, "fieldNames", lambda: [])())
+    if "lsn" not in names:
+        return []
+    tx = F.col("source.txId") if "txId" in names else F.lit(None).cast("long")
+    return (
+        rows.groupBy(F.col("_hub_partition").alias("partition"))
+        .agg(
+            F.min("source.lsn").alias("lsn_min"),
+            F.max("source.lsn").alias("lsn_max"),
+            F.min(tx).alias("tx_min"),
+            F.max(tx).alias("tx_max"),
+        )
+        .collect()
+    )
+
+
+def stream_read(
+    spark: SparkSession, checkpoint: Location, batch_id: int, table: str
+) -> TableRead | None:
+    """The versions of Delta table `table` that batch `batch_id` of a stream read, from the
+    stream's offset log (`<checkpoint>/offsets/<batch>`, written before the batch runs).
+
+    A Delta source offset is (reservoirVersion, index): index -1 means no file of that version
+    read yet. The first batch of a stream reads the snapshot, every version up to its end.
+    The range may include a version that added no rows the batch read; it never misses one.
+    """
+    end = _delta_offset(spark, checkpoint, batch_id)
+    start = _delta_offset(spark, checkpoint, batch_id - 1) if batch_id > 0 else None
+    if end is None:  # not run by a stream (a test applying a batch by hand)
+        return None
+    end_version = int(end["reservoirVersion"])
+    last = end_version - 1 if int(end.get("index", -1)) == -1 else end_version
+    if start is None or (start.get("isStartingVersion") and batch_id == 0):
+        first = 0
+    else:
+        first = int(start["reservoirVersion"])
+    if end.get("isStartingVersion"):
+        first, last = 0, end_version
+    return TableRead(table, first, max(first, last))
+
+
+def _delta_offset(
+    spark: SparkSession, checkpoint: Location, batch_id: int
+) -> dict[str, Any] | None:
+    path = checkpoint / "offsets" / str(batch_id)
+    try:
+        if not storage.exists(spark, path):
+            return None
+        lines = storage.read_text(spark, path).splitlines()
+    except Exception:  # the ledger must never fail a batch
+        log.warning("could not read the offset log %s", path, exc_info=True)
+        return None
+    # "v1", the batch's metadata, then one offset per source (silver has one).
+    for line in lines[2:]:
+        if line.strip().startswith("{"):
+            offset = json.loads(line)
+            if "reservoirVersion" in offset:
+                return cast(dict[str, Any], offset)
+    return None

@@ -1,0 +1,87 @@
+"""The lineage index: `LineageSync` copies ledger entries from `_delta_log`, `LineageStore` asks."""
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from catalog.lineage import LineageStore, LineageSync
+from catalog.tables import LineageCommitRow
+from hub_core.ledger import LedgerEntry, LedgerKind, OffsetRange, RequestSpan, TableRead
+from tests.support.ledger_log import write_commit
+
+pytestmark = pytest.mark.unit
+
+TOPIC = "cdc.shop.public.orders"
+BRONZE = "bronze.cdc_shop_public_orders"
+HISTORY = "silver.cdc_shop_public_orders_history"
+
+
+def _bronze(batch: int, first: int, last: int, lsn: tuple[int, int]) -> LedgerEntry:
+    return LedgerEntry(
+        LedgerKind.BRONZE,
+        batch=batch,
+        topic=TOPIC,
+        ranges=(OffsetRange(0, first, last, lsn, (batch, batch)),),
+        requests=(RequestSpan(f"req-{batch}", 0, first, last),),
+    )
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    bronze = tmp_path / "bronze.db" / "cdc_shop_public_orders"
+    write_commit(bronze, 0, _bronze(0, 0, 4, (100, 140)))
+    write_commit(bronze, 1, _bronze(1, 5, 9, (150, 190)))
+    history = tmp_path / "silver.db" / "cdc_shop_public_orders_history"
+    write_commit(history, 0, None, operation="CREATE TABLE AS SELECT")
+    write_commit(
+        history, 1, LedgerEntry(LedgerKind.SILVER, batch=0, reads=(TableRead(BRONZE, 0, 0),))
+    )
+    write_commit(
+        history, 2, LedgerEntry(LedgerKind.SILVER, batch=1, reads=(TableRead(BRONZE, 1, 1),))
+    )
+    (tmp_path / "quarantine.db" / "x" / "_delta_log").mkdir(parents=True)
+    return tmp_path
+
+
+def _entries(engine: Engine) -> int:
+    with engine.connect() as connection:
+        return int(connection.scalar(select(func.count()).select_from(LineageCommitRow)) or 0)
+
+
+def test_a_sync_indexes_each_entry_once_and_resumes_after_the_newest_version(
+    hub_engine: Engine, warehouse: Path
+) -> None:
+    sync = LineageSync(hub_engine, warehouse, min_interval_s=0)
+
+    first = sync.sync()
+    again = LineageSync(hub_engine, warehouse, min_interval_s=0).sync()  # another replica
+    write_commit(
+        warehouse / "bronze.db" / "cdc_shop_public_orders", 2, _bronze(2, 10, 12, (200, 220))
+    )
+    later = sync.sync()
+
+    assert (first, again, later) == (4, 0, 1)
+    assert _entries(hub_engine) == 5
+    assert LineageStore(hub_engine).synced() == {BRONZE: 2, HISTORY: 2}
+
+
+def test_an_offset_a_request_and_an_lsn_each_lead_to_their_bronze_and_silver_versions(
+    hub_engine: Engine, warehouse: Path
+) -> None:
+    LineageSync(hub_engine, warehouse).sync()
+    store = LineageStore(hub_engine)
+
+    by_offset = store.bronze_holding(table=BRONZE, partition=0, offset=7)
+    by_lsn = store.bronze_by_lsn(120)
+    by_request = store.bronze_by_request("req-1")
+    downstream = store.downstream([(BRONZE, 1)])
+
+    assert [(h.version, h.first_offset, h.last_offset, h.lsn) for h in by_offset] == [
+        (1, 5, 9, (150, 190))
+    ]
+    assert [h.version for h in by_lsn] == [0]
+    assert [(h.topic, h.version) for h in by_request] == [(TOPIC, 1)]
+    assert [(v.table, v.version, v.kind) for v in downstream] == [(HISTORY, 2, "silver")]
+    assert store.bronze_holding(table=BRONZE, partition=1, offset=7) == []
+    assert store.topic_of(BRONZE) == TOPIC

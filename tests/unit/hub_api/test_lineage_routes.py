@@ -1,0 +1,180 @@
+"""`GET /v1/lineage/rows` and `/v1/lineage/positions`: answers, ownership and bad input."""
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+
+from catalog.errors import FeedNotFound
+from catalog.lineage import LineageStore, LineageSync
+from catalog.teams import TeamStore
+from catalog.types import TeamName
+from hub_api import lineage_routes
+from hub_api.auth import KeyVerifier
+from hub_api.errors import install_error_handlers
+from hub_api.lineage_service import LineageService
+from hub_api.publish_routes import request_id_of
+from hub_api.settings import ApiSettings
+from hub_core.errors import HubError
+from hub_core.ledger import LedgerEntry, LedgerKind, OffsetRange, RequestSpan, TableRead
+from hub_kafka.reader import RawRecord
+from registry.types import SchemaId
+from registry.wire import frame
+from tests.support.ledger_log import write_commit
+
+pytestmark = pytest.mark.unit
+
+TOPIC = "sales.orders"
+BRONZE = "bronze.sales_orders"
+
+
+@dataclass
+class _Feed:
+    owner: TeamName
+
+
+class _Feeds:
+    def current(self, topic: str) -> _Feed:
+        if topic != TOPIC:
+            raise FeedNotFound(topic)
+        return _Feed(TeamName("sales"))
+
+
+class _Reader:
+    def at(self, topic: str, partition: int, offset: int) -> RawRecord | None:
+        if offset != 11:
+            return None  # gone from Kafka
+        headers = (("hub.request-id", b"req-1"), ("hub.idempotency-key", b"k-1:1"))
+        return RawRecord(topic, partition, offset, 0, None, frame(SchemaId(7), b"\x02"), headers)
+
+
+class _Registry:
+    def schema(self, *, schema_id: int) -> None:
+        raise HubError(f"schema {schema_id} not found")
+
+
+@pytest.fixture
+def client(hub_engine: Engine, tmp_path: Path) -> tuple[TestClient, dict[str, str]]:
+    bronze = tmp_path / "bronze.db" / "sales_orders"
+    write_commit(
+        bronze,
+        0,
+        LedgerEntry(
+            LedgerKind.BRONZE,
+            batch=0,
+            topic=TOPIC,
+            ranges=(OffsetRange(0, 10, 12),),
+            requests=(RequestSpan("req-1", 0, 10, 12),),
+        ),
+    )
+    write_commit(
+        tmp_path / "silver.db" / "sales_orders_current",
+        1,
+        LedgerEntry(LedgerKind.SILVER, batch=0, reads=(TableRead(BRONZE, 0, 0),)),
+    )
+    teams = TeamStore(hub_engine)
+    for team in ("sales", "other"):
+        teams.register(name=TeamName(team))
+    app = FastAPI()
+    install_error_handlers(app)
+    app.state.api_settings = ApiSettings()
+    app.state.keys = KeyVerifier(teams, cache_seconds=60)
+    app.state.lineage = LineageService(
+        store=LineageStore(hub_engine),
+        sync=LineageSync(hub_engine, tmp_path, min_interval_s=0),
+        feeds=cast(Any, _Feeds()),
+        reader=cast(Any, _Reader()),
+        registry=cast(Any, _Registry()),
+    )
+    app.include_router(lineage_routes.router)
+    tokens = {
+        "sales": teams.create_key(team=TeamName("sales"))[1],
+        "other": teams.create_key(team=TeamName("other"))[1],
+        "admin": teams.create_key(team=None, admin=True)[1],
+    }
+    return TestClient(app), {k: f"Bearer {v}" for k, v in tokens.items()}
+
+
+def test_the_owning_team_traces_a_row_to_its_request_and_every_version(
+    client: tuple[TestClient, dict[str, str]],
+) -> None:
+    http, keys = client
+
+    answer = http.get(
+        "/v1/lineage/rows",
+        params={"table": BRONZE, "partition": 0, "offset": 11},
+        headers={"Authorization": keys["sales"]},
+    )
+
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["topic"], body["bronze_version"], body["in_kafka"]) == (TOPIC, 0, True)
+    assert (body["request_id"], body["idempotency_key"], body["schema_id"]) == ("req-1", "k-1", 7)
+    assert [(v["table"], v["version"]) for v in body["versions"]] == [
+        (BRONZE, 0),
+        ("silver.sales_orders_current", 1),
+    ]
+
+
+def test_a_request_id_leads_to_every_version_for_its_team_and_an_admin(
+    client: tuple[TestClient, dict[str, str]],
+) -> None:
+    http, keys = client
+
+    answers = [
+        http.get("/v1/lineage/positions", params={"request_id": "req-1"},
+                 headers={"Authorization": keys[who]})
+        for who in ("sales", "admin", "other")
+    ]  # fmt: skip
+
+    assert [a.status_code for a in answers] == [200, 200, 403]
+    assert answers[0].json()["bronze"][0]["first_offset"] == 10
+    assert answers[2].json()["error_code"] == 40301
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "status", "code"),
+    [
+        ("/v1/lineage/rows", {"table": "silver.x", "partition": 0, "offset": 1}, 422, 42280),
+        ("/v1/lineage/rows", {"table": BRONZE, "partition": 0, "offset": 99}, 404, 40460),
+        ("/v1/lineage/positions", {}, 422, 42280),
+        ("/v1/lineage/positions", {"lsn": 5, "request_id": "x"}, 422, 42280),
+        ("/v1/lineage/positions", {"topic": TOPIC, "partition": 0}, 422, 42280),
+        ("/v1/lineage/positions", {"topic": "other.feed", "partition": 0, "offset": 1}, 403, 40301),
+        ("/v1/lineage/positions", {"lsn": 5}, 404, 40460),
+        ("/v1/lineage/positions", {"request_id": "a\x00b"}, 422, 42280),
+        ("/v1/lineage/positions", {"topic": "Sales\n", "partition": 0, "offset": 1}, 422, 42280),
+    ],
+)
+def test_bad_or_unanswerable_questions_get_a_4xx_with_a_code(
+    client: tuple[TestClient, dict[str, str]],
+    path: str,
+    params: dict[str, Any],
+    status: int,
+    code: int,
+) -> None:
+    http, keys = client
+
+    answer = http.get(path, params=params, headers={"Authorization": keys["sales"]})
+
+    assert answer.status_code == status, answer.text
+    assert answer.json()["error_code"] == code
+
+
+@pytest.mark.parametrize("given", [None, "", "a b", "x" * 65, "id\n", "ü"])
+def test_a_request_id_that_is_not_a_plain_token_is_replaced_by_a_new_unique_one(
+    given: str | None,
+) -> None:
+    made = {request_id_of(given) for _ in range(3)}
+
+    assert len(made) == 3 and given not in made
+    assert all(re.fullmatch(r"[0-9a-f]{16}-[0-9a-f]+", m) for m in made)
+
+
+def test_a_plain_token_request_id_is_kept() -> None:
+    assert request_id_of("req-7.a:b_c") == "req-7.a:b_c"
