@@ -73,8 +73,13 @@ def _key(teams: TeamStore, team: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-REPLAYED = {"topic": "shop.orders", "examined": 3, "landed": 2,
-            "still_failing": {"SCHEMA_UNRESOLVABLE": 1}, "message": "3 examined, 2 landed"}  # fmt: skip
+REPLAYED = {
+    "topic": "shop.orders",
+    "examined": 3,
+    "landed": 2,
+    "still_failing": {"SCHEMA_UNRESOLVABLE": 1},
+    "message": "3 examined, 2 landed",
+}
 
 
 @pytest.mark.parametrize("team", ["shop", None], ids=["owner", "admin"])
@@ -119,7 +124,11 @@ def test_another_team_is_refused_with_the_owner_named_and_no_key_is_401(
         (_Loader(httpx.Response(502, text="<html>bad gateway</html>")), 503, 50351),
         (_Loader(httpx.Response(403, json={"error_code": 40301, "message": "wrong"})), 503, 50351),
         (_Loader(httpx.Response(200, json={"surprise": True})), 503, 50351),
-        (_Loader(httpx.Response(404, json={"error_code": 40450, "message": "nothing"})), 404, 40450),
+        (
+            _Loader(httpx.Response(404, json={"error_code": 40450, "message": "nothing"})),
+            404,
+            40450,
+        ),
     ],
     ids=["no-loader", "refused", "timeout", "not-json", "token-refused", "odd-body", "nothing"],
 )
