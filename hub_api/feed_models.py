@@ -98,3 +98,11 @@ class ReplayPublic(BaseModel):
         description="Records still quarantined, by reason code (with their new reason)."
     )
     message: str = Field(description="The outcome in one sentence.")
+
+
+class ErrorPublic(BaseModel):
+    """The hub's error body: a stable code (its first three digits are the HTTP status) and a
+    message naming what is at fault and the fix."""
+
+    error_code: int = Field(description="Stable error code, e.g. 50350.")
+    message: str = Field(description="What went wrong and how to fix it.")

@@ -9,6 +9,7 @@ from hub_api.auth import Caller, Reader, require_owner
 from hub_api.deps import Feeds, Loader
 from hub_api.errors import ConfirmationMissing
 from hub_api.feed_models import (
+    ErrorPublic,
     FeedCreate,
     FeedDetailPublic,
     FeedPatch,
@@ -84,7 +85,23 @@ def delete_feed(
     return FeedPublic.of(feeds.delete(topic))
 
 
-@router.post("/{topic}/replay", response_model=ReplayPublic)
+@router.post(
+    "/{topic}/replay",
+    response_model=ReplayPublic,
+    responses={
+        401: {"model": ErrorPublic, "description": "No valid API key (40101)."},
+        403: {"model": ErrorPublic, "description": "Another team's feed (40301)."},
+        404: {
+            "model": ErrorPublic,
+            "description": "No such feed (40420), or nothing of it quarantined (40450).",
+        },
+        503: {
+            "model": ErrorPublic,
+            "description": "No loader configured (50350), or it did "
+            "not answer (50351); see `Retry-After`.",
+        },
+    },
+)
 def replay_feed(topic: str, feeds: Feeds, caller: Caller, loader: Loader) -> ReplayPublic:
     """Replay the feed's quarantine in the loader, as `hub load replay TOPIC` does: records
     that decode now land in bronze exactly once; the others stay with their new reason.

@@ -17,6 +17,7 @@ import httpx
 from hub_api.feed_models import ReplayPublic
 from hub_api.settings import ApiSettings
 from hub_core.errors import ErrorCode, HubError, TransientError
+from hub_core.naming import TopicName, table_suffix
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +53,17 @@ class LoaderStatusRead:
         return None
 
     def feed(self, topic: str) -> dict[str, Any] | None:
+        """The feed's entry, its quarantine counted from `quarantine.<topic>` when the loader
+        has not followed the topic since it started (no lag, no state yet)."""
+        found: dict[str, Any] | None = None
         for feed in (self.body or {}).get("feeds", []):
             if feed.get("topic") == topic:
-                return dict(feed)
-        return None
+                found = dict(feed)
+        held = self.table("quarantine", table_suffix(TopicName(topic)))
+        if found is None and held is not None:
+            found = {"topic": topic, "quarantined": held.get("rows") or 0,
+                     "quarantined_by_reason": held.get("by_reason") or {}}  # fmt: skip
+        return found
 
 
 class LoaderClient:

@@ -436,6 +436,8 @@ def test_tables_lag_freshness_and_the_owners_replay_of_a_feeds_quarantine(
     expect(quarantine.get_by_role("row", name="SCHEMA_UNRESOLVABLE")).to_contain_text("1")
     replay = quarantine.get_by_role("button", name="Replay 1 quarantined record")
     expect(replay).to_be_visible()
+    quarantine.scroll_into_view_if_needed()
+    _shot(page, tmp_path, "feed-quarantine")
 
     other = browser.new_context()
     try:
@@ -455,7 +457,6 @@ def test_tables_lag_freshness_and_the_owners_replay_of_a_feeds_quarantine(
     replay.click()
     expect(page.get_by_role("status")).to_contain_text("1 record landed")
     expect(_quarantine(page)).to_contain_text("No quarantined records")
-    _shot(page, tmp_path, "feed-quarantine")
     page.get_by_role("link", name="Tables").click()
     bronze = page.get_by_role("row").filter(has=page.get_by_role("link", name=table))
     assert bronze.get_by_role("cell").first.inner_text().strip() == "4"
