@@ -78,6 +78,7 @@ class LoaderStatus:
         self._clock = clock
         self._logs: dict[tuple[str, str], TableLog] = {}
         self._lock = threading.Lock()
+        self._refreshing = threading.Lock()  # the thread's turn and a replay's may overlap
         self._tables: list[TableStatus] = []
         self._refreshed_at: float | None = None
         self._stop = threading.Event()
@@ -103,6 +104,10 @@ class LoaderStatus:
 
     def refresh(self) -> None:
         """Read the new commits of every table's log (a listing and new files; no Spark)."""
+        with self._refreshing:
+            self._refresh()
+
+    def _refresh(self) -> None:
         warehouse = self._settings.warehouse_dir
         if not isinstance(warehouse, Path):
             with self._lock:
@@ -257,7 +262,10 @@ class ControlRoutes:
             topic = topic_name((query.get("topic") or [""])[0])
             with self._replaying:
                 result = self._replay(topic)
-            self._status.refresh()  # the console shows the replay's outcome at once
+            try:
+                self._status.refresh()  # the console shows the replay's outcome at once
+            except Exception:  # the replay is done: the next turn of the thread refreshes
+                log.warning("could not refresh the status after a replay", exc_info=True)
             return "200 OK", result
         return _error(
             ErrorCode.MALFORMED_REQUEST,
