@@ -4,7 +4,8 @@ A local Kafka broker and `hub api serve` (its own process, auth off) are started
 feeds are created and a few hundred demo records published through the gateway, a few of them
 refused into each feed's dead-letter topic. Then each page is fetched `--rounds` times after a
 warm-up, one request at a time, and its median and 95th percentile are printed next to the
-baseline's.
+baseline's. The server knows no loader (HUB_API_LOADER_URL unset): the pages show no loader
+figures, and the tables page costs the feeds' list only.
 
     .venv/bin/python bench/console.py               # 30 rounds
     .venv/bin/python bench/console.py --rounds 100
@@ -69,7 +70,7 @@ def _measure(api_url: str, rounds: int) -> None:
     cookie = {"Cookie": f"{CONSOLE_KEY_COOKIE}=bench"}
     with httpx.Client(base_url=api_url, timeout=30, headers=cookie) as http:
         _seed(http)
-        pages = ["/healthz", "/console/feeds", "/console/connectors"]
+        pages = ["/healthz", "/console/feeds", "/console/tables", "/console/connectors"]
         pages += [f"/console/feeds/{topic}" for topic in demo.FEEDS]
         print(f"{'page':<40} {'median ms':>10} {'p95 ms':>8}")
         for path in pages:

@@ -29,6 +29,7 @@ from hub_api.errors import install_error_handlers
 from hub_api.gate import RequestGate
 from hub_api.limits import BodySizeLimit
 from hub_api.lineage_service import LineageService
+from hub_api.loader_client import LoaderClient
 from hub_api.metrics import HubMetrics, RequestMetrics
 from hub_api.openapi import install_openapi
 from hub_api.publish_lane import PublishLane
@@ -91,8 +92,13 @@ def create_app(
             reader=reader,
             registry=services.registry,
         )
+        app.state.loader = loader = LoaderClient(api)
         app.state.console = ConsoleViews(
-            feeds=services.feeds, registry=services.registry, reader=reader, connectors=connectors
+            feeds=services.feeds,
+            registry=services.registry,
+            reader=reader,
+            connectors=connectors,
+            loader=loader,
         )
         log.info(
             "API ready: database %s, Kafka at %s, auth %s",
@@ -104,6 +110,7 @@ def create_app(
             yield
         finally:
             reader.close()
+            loader.close()
             connectors.close()
             services.close()
 
@@ -124,6 +131,7 @@ def create_app(
     app.add_middleware(RequestMetrics, metrics=metrics)
     app.add_middleware(health_routes.Liveness)  # outermost: answers before anything else runs
     install_error_handlers(app)
+    app.add_exception_handler(console_routes.SignInNeeded, console_routes.sign_in_redirect)
     app.include_router(health_routes.router)
     app.include_router(registry_routes.router)
     app.include_router(config_routes.router)

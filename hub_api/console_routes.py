@@ -26,8 +26,12 @@ from hub_core.errors import HubError
 router = APIRouter(prefix=CONSOLE_PATH, include_in_schema=False)
 
 # The console's sections, in the order of its navigation bar: a section is listed once its page
-# exists, so the bar never links to nothing (tables and lineage come later).
-SECTIONS = (("Feeds", f"{CONSOLE_PATH}/feeds"), ("Connectors", f"{CONSOLE_PATH}/connectors"))
+# exists, so the bar never links to nothing (lineage comes later).
+SECTIONS = (
+    ("Feeds", f"{CONSOLE_PATH}/feeds"),
+    ("Tables", f"{CONSOLE_PATH}/tables"),
+    ("Connectors", f"{CONSOLE_PATH}/connectors"),
+)
 Action = Literal["pause", "resume", "restart"]
 ACTIONS: dict[Action, str] = {"pause": "Pause", "resume": "Resume", "restart": "Restart"}
 _SIGN_IN = f"{CONSOLE_PATH}/sign-in"
@@ -41,15 +45,24 @@ _templates = Environment(
 )
 
 
-class _SignInNeeded(Exception):
-    """No valid key: the console answers with its sign-in page."""
+class SignInNeeded(Exception):
+    """No valid key: the console answers with its sign-in page (`sign_in_redirect`)."""
 
 
 def _signed_in(request: Request) -> Principal:
     principal = caller_of(request)
     if principal is None:
-        raise _SignInNeeded()
+        raise SignInNeeded()
     return principal
+
+
+# The signed-in caller of a console page; without one the page redirects to sign-in.
+SignedIn = Annotated[Principal, Depends(_signed_in)]
+
+
+async def sign_in_redirect(request: Request, exc: Exception) -> Response:
+    """The exception handler of `SignInNeeded`, installed on the app."""
+    return _to_sign_in()
 
 
 async def _views(request: Request) -> ConsoleViews:
@@ -100,12 +113,8 @@ def _to_sign_in() -> RedirectResponse:
 
 
 @router.get("")
-def console_home(request: Request) -> Response:
+def console_home(_caller: SignedIn) -> Response:
     """The feeds page when signed in, else the sign-in page."""
-    try:
-        _signed_in(request)
-    except _SignInNeeded:
-        return _to_sign_in()
     return RedirectResponse(SECTIONS[0][1], status_code=status.HTTP_303_SEE_OTHER)
 
 
@@ -160,12 +169,8 @@ def sign_out() -> Response:
 
 
 @router.get("/feeds")
-def feeds_page(request: Request, views: Views) -> Response:
+def feeds_page(request: Request, views: Views, caller: SignedIn) -> Response:
     """Every feed with its owner, kind, partitions and records over the last hour."""
-    try:
-        caller = _signed_in(request)
-    except _SignInNeeded:
-        return _to_sign_in()
     try:
         rows = views.feed_rows()
     except HubError as exc:
@@ -175,6 +180,7 @@ def feeds_page(request: Request, views: Views) -> Response:
         "feeds.html",
         caller=caller,
         rows=rows,
+        loader_problem=views.loader_problem(),
         interval_minutes=INTERVAL_S // 60,
         hours=INTERVALS * INTERVAL_S / 3600,
     )
@@ -185,28 +191,64 @@ def feed_page(
     request: Request,
     topic: str,
     views: Views,
+    caller: SignedIn,
     older: Annotated[int | None, Query()] = None,
     newer: Annotated[int | None, Query()] = None,
+    replayed: Annotated[int | None, Query()] = None,
 ) -> Response:
     """One feed: schema versions and the diff of two, latest records, dead letters."""
-    try:
-        caller = _signed_in(request)
-    except _SignInNeeded:
-        return _to_sign_in()
     try:
         page = views.feed_page(topic, caller, older=older, newer=newer)
     except HubError as exc:
         return _error_page(request, caller, exc)
-    return _page(request, "feed.html", caller=caller, page=page, quote=quote)
+    return _page(request, "feed.html", caller=caller, page=page, quote=quote, replayed=replayed)
+
+
+@router.post("/feeds/{topic}/replay")
+def replay_feed(request: Request, topic: str, views: Views, caller: SignedIn) -> Response:
+    """Replay the feed's quarantine in the loader; its owner or an admin only, as the API's
+    `POST /v1/feeds/{topic}/replay` (the server checks, whatever the page showed)."""
+    try:
+        result = views.replay(topic, caller)
+    except HubError as exc:
+        return _error_page(request, caller, exc)
+    return RedirectResponse(
+        f"{CONSOLE_PATH}/feeds/{quote(topic)}?replayed={result['landed']}#quarantine",
+        status_code=status.HTTP_303_SEE_OTHER,
+    )
+
+
+@router.get("/tables")
+def tables_page(request: Request, views: Views, caller: SignedIn) -> Response:
+    """Bronze, silver and gold tables: rows, last commit and freshness, from the loader."""
+    try:
+        page = views.tables()
+    except HubError as exc:
+        return _error_page(request, caller, exc)
+    return _page(request, "tables.html", caller=caller, page=page, plan=None, candidate="",
+                 topic=None)  # fmt: skip
+
+
+@router.post("/tables/plan")
+async def plan_table(request: Request, views: Views, caller: SignedIn) -> Response:
+    """The tables page with the plan of a candidate schema for a feed's bronze table."""
+    form = parse_qs((await request.body()).decode("utf-8", errors="replace"))
+    topic = (form.get("topic") or [""])[0]
+    candidate = (form.get("schema") or [""])[0].strip()
+    try:
+        page = await run_in_threadpool(views.tables)
+        plan = await run_in_threadpool(views.plan, topic, candidate or None)
+    except HubError as exc:
+        return _error_page(request, caller, exc)
+    return _page(request, "tables.html", caller=caller, page=page, plan=plan,
+                 candidate=candidate, topic=topic)  # fmt: skip
 
 
 @router.get("/connectors")
-def connectors_page(request: Request, views: Views, done: str | None = None) -> Response:
+def connectors_page(
+    request: Request, views: Views, caller: SignedIn, done: str | None = None
+) -> Response:
     """Every connector: state, position, source figures, errors; controls for its owner."""
-    try:
-        caller = _signed_in(request)
-    except _SignInNeeded:
-        return _to_sign_in()
     try:
         connectors = views.connectors(caller)
     except HubError as exc:
@@ -222,12 +264,8 @@ def connectors_page(request: Request, views: Views, done: str | None = None) -> 
 
 
 @router.post("/connectors/{name}/{action}")
-def control_connector(request: Request, name: str, action: Action) -> Response:
+def control_connector(request: Request, name: str, action: Action, caller: SignedIn) -> Response:
     """Pause, resume or restart a connector, with the rule the API's routes apply."""
-    try:
-        caller = _signed_in(request)
-    except _SignInNeeded:
-        return _to_sign_in()
     control: ControlPlane = request.app.state.connectors
     act = {"pause": control.pause, "resume": control.resume, "restart": control.restart}[action]
     try:

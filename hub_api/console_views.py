@@ -2,8 +2,10 @@
 
 Every figure is read from where the hub keeps it: feeds and schemas from the catalog and the
 registry, record counts and the latest records from Kafka (`hub_kafka.reader`), connector
-states, positions and source figures from the connectors' state topics. Nothing is estimated:
-what the hub does not know (a loader's lag behind Kafka, say) is not shown.
+states, positions and source figures from the connectors' state topics, and the tables' rows,
+commits and freshness, each feed's lag and quarantine from the loader's `/status`
+(hub_api/loader_client.py). Nothing is estimated: what the hub does not know is not shown, and
+a loader that does not answer is said to be unreachable.
 """
 
 import json
@@ -13,8 +15,10 @@ from typing import Any
 
 from catalog.types import Feed, Principal, TeamName
 from connectors.control import ControlPlane, without_traces
+from hub_api.auth import require_owner
+from hub_api.loader_client import LoaderClient, LoaderStatusRead, replay_result
 from hub_core.errors import HubError
-from hub_core.naming import dlq_topic, topic_name
+from hub_core.naming import TopicName, dlq_topic, table_suffix, topic_name
 from hub_kafka.reader import RawRecord, TopicActivity, TopicReader
 from publish.feeds import FeedService
 from registry.avro import AvroSchema
@@ -35,6 +39,12 @@ _SHOWN_TEXT = 2_000  # characters of a record or dead letter shown; the rest is 
 class FeedRow:
     feed: Feed
     activity: TopicActivity | None
+    lag_records: int | None = None  # the loader's, behind Kafka; None: unknown
+    freshness_s: float | None = None  # since bronze.<topic>'s last commit; None: unknown
+
+    @property
+    def freshness(self) -> str | None:
+        return age(self.freshness_s) if self.freshness_s is not None else None
 
     @property
     def last_hour(self) -> int:
@@ -91,6 +101,26 @@ class FeedPage:
     records: list[RecordView]
     dead_letters: list[DeadLetterView]
     row: FeedRow
+    loader: dict[str, Any] | None  # the feed in the loader's /status, when it knows it
+    loader_problem: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TableView:
+    layer: str
+    name: str
+    rows: int | None
+    version: int | None
+    committed: str | None
+    freshness: str | None
+    topic: str | None  # the feed a bronze table lands
+
+
+@dataclass(frozen=True, slots=True)
+class TablesPage:
+    layers: list[tuple[str, list[TableView]]]  # bronze, silver, gold, in that order
+    topics: list[str]  # feeds, for the plan form
+    problem: str | None  # why there are no figures
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +147,9 @@ class ConsoleViews:
         registry: RegistryService,
         reader: TopicReader,
         connectors: ControlPlane,
+        loader: LoaderClient,
     ) -> None:
+        self._loader = loader
         self._feeds = feeds
         self._registry = registry
         self._reader = reader
@@ -128,7 +160,48 @@ class ConsoleViews:
         activity = self._reader.activity(
             {f.topic: f.partitions for f in feeds}, intervals=INTERVALS, interval_s=INTERVAL_S
         )
-        return [FeedRow(f, activity.get(f.topic)) for f in feeds]
+        status = self._loader.status()
+        return [_row(f, activity.get(f.topic), status) for f in feeds]
+
+    def loader_problem(self) -> str | None:
+        """Why the loader's figures are missing (cached: no second request)."""
+        return self._loader.status().problem
+
+    def tables(self) -> TablesPage:
+        status = self._loader.status()
+        topics = sorted(f.topic for f in self._feeds.list())
+        by_suffix = {table_suffix(TopicName(t)): t for t in topics}
+        tables = (status.body or {}).get("tables", [])
+        layers = []
+        for layer in ("bronze", "silver", "gold"):
+            views = [
+                TableView(
+                    layer=layer,
+                    name=f"{layer}.{t['table']}",
+                    rows=t.get("rows"),
+                    version=t.get("version"),
+                    committed=_when(int(t["committed_at"] * 1000))
+                    if t.get("committed_at")
+                    else None,
+                    freshness=age(t["freshness_s"]) if t.get("freshness_s") is not None else None,
+                    topic=by_suffix.get(t["table"]) if layer == "bronze" else None,
+                )
+                for t in tables
+                if t.get("layer") == layer
+            ]
+            layers.append((layer, views))
+        problem = status.problem or (status.body or {}).get("tables_unknown")
+        return TablesPage(layers, topics, problem)
+
+    def plan(self, topic: str, candidate: str | None) -> dict[str, Any]:
+        """The loader's plan of `candidate` for the feed's bronze table."""
+        self._feeds.get(topic)  # 404 for a topic that is no feed
+        return self._loader.plan(topic, candidate)
+
+    def replay(self, topic: str, caller: Principal) -> dict[str, Any]:
+        """Replay the feed's quarantine, as its owner or an admin (403 naming the owner)."""
+        require_owner(caller, self._feeds.get(topic).owner, what=f"Feed '{topic}'")
+        return replay_result(self._loader, topic)
 
     def feed_page(
         self, topic: str, caller: Principal, *, older: int | None, newer: int | None
@@ -145,6 +218,7 @@ class ConsoleViews:
         activity = self._reader.activity(
             {feed.topic: feed.partitions}, intervals=INTERVALS, interval_s=INTERVAL_S
         )
+        status = self._loader.status()
         return FeedPage(
             feed=feed,
             may_write=caller.may_write(feed.owner),
@@ -154,7 +228,9 @@ class ConsoleViews:
             changes=changes,
             records=self._records(feed, versions),
             dead_letters=self._dead_letters(feed),
-            row=FeedRow(feed, activity.get(feed.topic)),
+            row=_row(feed, activity.get(feed.topic), status),
+            loader=status.feed(feed.topic),
+            loader_problem=status.problem,
         )
 
     def _records(self, feed: Feed, versions: list[RegisteredSchema]) -> list[RecordView]:
@@ -263,6 +339,23 @@ def sparkline(counts: tuple[int, ...], *, width: int = 120, height: int = 24) ->
         f'<polyline fill="none" stroke="currentColor" stroke-width="1.5" points="{points}"/>'
         "</svg>"
     )
+
+
+def _row(feed: Feed, activity: TopicActivity | None, status: LoaderStatusRead) -> FeedRow:
+    landed = status.feed(feed.topic) or {}
+    table = status.table("bronze", table_suffix(TopicName(feed.topic))) or {}
+    return FeedRow(feed, activity, landed.get("lag_records"), table.get("freshness_s"))
+
+
+def age(seconds: float) -> str:
+    """A duration as people read it: `42 s`, `5 min`, `3 h`, `2 d`."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172_800:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86_400:.0f} d"
 
 
 def _when(timestamp_ms: int) -> str:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
+from hub_api.loader_client import LoaderClient
 from hub_api.metrics import HubMetrics
 from hub_api.settings import ApiSettings
 from publish.feeds import FeedService
@@ -33,3 +34,4 @@ Feeds = Annotated[FeedService, Depends(_from_state("feeds"))]
 Idempotency = Annotated[IdempotentRequests, Depends(_from_state("idempotency"))]
 Settings = Annotated[ApiSettings, Depends(_from_state("api_settings"))]
 Metrics = Annotated[HubMetrics, Depends(_from_state("metrics"))]
+Loader = Annotated[LoaderClient, Depends(_from_state("loader"))]

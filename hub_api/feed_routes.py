@@ -6,10 +6,18 @@ from fastapi import APIRouter, Query, status
 
 from catalog.types import TeamName
 from hub_api.auth import Caller, Reader, require_owner
-from hub_api.deps import Feeds
+from hub_api.deps import Feeds, Loader
 from hub_api.errors import ConfirmationMissing
-from hub_api.feed_models import FeedCreate, FeedDetailPublic, FeedPatch, FeedPublic
+from hub_api.feed_models import (
+    ErrorPublic,
+    FeedCreate,
+    FeedDetailPublic,
+    FeedPatch,
+    FeedPublic,
+    ReplayPublic,
+)
 from hub_api.limits import CheckedBodyRoute
+from hub_api.loader_client import replay_result
 from hub_core.naming import feed_topic_name
 from publish.feeds import FeedSpec
 
@@ -75,3 +83,31 @@ def delete_feed(
             f"DELETE /v1/feeds/{topic}?confirm={topic}"
         )
     return FeedPublic.of(feeds.delete(topic))
+
+
+@router.post(
+    "/{topic}/replay",
+    response_model=ReplayPublic,
+    responses={
+        401: {"model": ErrorPublic, "description": "No valid API key (40101)."},
+        403: {"model": ErrorPublic, "description": "Another team's feed (40301)."},
+        404: {
+            "model": ErrorPublic,
+            "description": "No such feed (40420), or nothing of it quarantined (40450).",
+        },
+        503: {
+            "model": ErrorPublic,
+            "description": "No loader configured (50350), or it did "
+            "not answer (50351); see `Retry-After`.",
+        },
+    },
+)
+def replay_feed(topic: str, feeds: Feeds, caller: Caller, loader: Loader) -> ReplayPublic:
+    """Replay the feed's quarantine in the loader, as `hub load replay TOPIC` does: records
+    that decode now land in bronze exactly once; the others stay with their new reason.
+
+    Owner or admin only. 503 (code 50350) when this API knows no loader, 50351 when the
+    loader does not answer; 404 (40450) when nothing of the feed was quarantined.
+    """
+    require_owner(caller, feeds.get(topic).owner, what=f"Feed '{topic}'")
+    return ReplayPublic.model_validate(replay_result(loader, topic))

@@ -5,7 +5,7 @@ import socket
 from enum import StrEnum, unique
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hub_core.settings import default_home
@@ -118,4 +118,27 @@ class ApiSettings(BaseSettings):
         ge=0,
         description="How long a verified API key is trusted before it is checked again "
         "(a revoked key stops working within this time).",
+    )
+    loader_url: str | None = Field(
+        default=None,
+        description="Base URL of the loader's health port (e.g. http://127.0.0.1:8091), whose "
+        "/status, /plan and /replay the console and `POST /v1/feeds/{topic}/replay` use; unset: "
+        "the console shows no loader figures and replay answers 503 (code 50350).",
+    )
+    loader_token: SecretStr | None = Field(
+        default=None,
+        description="The loader's control token (its HUB_LOADER_CONTROL_TOKEN), sent as a "
+        "bearer token to loader_url.",
+    )
+    loader_timeout_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        description="How long a console page waits for the loader's status before it shows "
+        "'loader unreachable' (a replay waits up to loader_replay_timeout_seconds).",
+    )
+    loader_replay_timeout_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="How long a replay may take in the loader (a Spark job) before the API "
+        "gives up waiting (the replay goes on; running it again lands nothing twice).",
     )

@@ -48,6 +48,7 @@ def load_run(
     from spark_loaders.metrics import LOADER_METRICS
     from spark_loaders.runner import run_streams
     from spark_loaders.silver.runner import Downstream
+    from spark_loaders.status import serve_status
 
     # Built with the option, not copied: the master is validated like HUB_LOADER_MASTER.
     settings = LoaderSettings(master=master) if master else LoaderSettings()
@@ -55,6 +56,7 @@ def load_run(
         settings.health_host, settings.health_port, name="loader", metrics=LOADER_METRICS.registry
     )
     with health, spark_session(settings) as spark:
+        status = serve_status(health, settings, spark)
         downstream = Downstream(spark, settings, warehouse=_model_paths(warehouse or []))
         if not once:
             downstream.start()
@@ -67,6 +69,7 @@ def load_run(
             health=health,
         )
         downstream.stop()
+        status.stop()
         if once:
             downstream.catch_up()
         failures = [(q.name, q.exception()) for q in queries if q.exception() is not None]

@@ -8,10 +8,12 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -108,6 +110,34 @@ CHILD_SECRETS: dict[str, frozenset[str]] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class LoaderControl:
+    """Where `hub up`'s loader serves /status, /plan and /replay, and the run's token for them:
+    made anew by each run (`new`), given to the loader and the API only, never logged."""
+
+    host: str
+    port: int
+    token: str = field(repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @classmethod
+    def new(cls, settings: LoaderSettings) -> "LoaderControl":
+        """The loader's health port (a free one when HUB_LOADER_HEALTH_PORT is unset) and a
+        fresh token."""
+        host = settings.health_host if settings.health_host not in ("", "0.0.0.0") else "127.0.0.1"
+        return cls(host, settings.health_port or _free_port(host), secrets.token_urlsafe(32))
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 def child_env(
     name: str,
     *,
@@ -116,15 +146,23 @@ def child_env(
     api_url: str,
     admin_key: str,
     kafka: Mapping[str, str] | None = None,
+    loader_control: "LoaderControl | None" = None,
 ) -> dict[str, str]:
     """The environment of the `hub up` child `name`: `parent`'s without the secrets it does not
     need, with the local broker's address (and, in `kafka`, how to log in to it), for the
     loader the API's address and a key, and for the analyst server the API's address (it
-    checks the keys of logins there)."""
+    checks the keys of logins there). With `loader_control`, the loader serves its control
+    routes on its health port and the API is told where, both with the run's token."""
     extra = {**(kafka or {}), "HUB_KAFKA_BOOTSTRAP_SERVERS": bootstrap_servers}
     if name == "loader":
         extra["HUB_LOADER_REGISTRY_URL"] = api_url
         extra["HUB_LOADER_REGISTRY_KEY"] = parent.get("HUB_LOADER_REGISTRY_KEY", admin_key)
+        if loader_control is not None:
+            extra["HUB_LOADER_HEALTH_PORT"] = str(loader_control.port)
+            extra["HUB_LOADER_CONTROL_TOKEN"] = loader_control.token
+    if name == "API server" and loader_control is not None:
+        extra["HUB_API_LOADER_URL"] = loader_control.url
+        extra["HUB_API_LOADER_TOKEN"] = loader_control.token
     if name == "analyst server":
         # The API that checks the keys analysts log in with (HUB_ANALYST_AUTH=hub-keys).
         extra["HUB_ANALYST_API_URL"] = parent.get("HUB_ANALYST_API_URL", api_url)
@@ -165,6 +203,7 @@ class LocalStack:
         self._started_broker = False
         self._started_metastore = False
         self._admin_key = ""
+        self._loader_control = LoaderControl.new(self._loader)
 
     @property
     def api_url(self) -> str:
@@ -240,6 +279,7 @@ class LocalStack:
             api_url=self.api_url,
             admin_key=self._admin_key,
             kafka=client_environment(self._kafka),
+            loader_control=self._loader_control,
         )
         command = [sys.executable, "-m", "hub_cli.main", *args]
         self._supervisor.start(ChildSpec(name, command, env, self._log_path(name)))

@@ -35,6 +35,7 @@ class ErrorCode(IntEnum):
     CONNECTOR_NOT_FOUND = 40430
     WAREHOUSE_SOURCE_NOT_FOUND = 40440
     LOADER_SOURCE_NOT_FOUND = 40450
+    LOADER_CONTROL_DISABLED = 40451
     LINEAGE_NOT_FOUND = 40460
     # 409: a schema the subject's compatibility level rejects (Confluent's number)
     INCOMPATIBLE_SCHEMA = 40901
@@ -81,6 +82,7 @@ class ErrorCode(IntEnum):
     # 5xx: the hub or something it depends on failed
     STORE_ERROR = 50001
     LOCAL_SERVICE_FAILED = 50010
+    LOADER_ACTION_FAILED = 50030
     KAFKA_REFUSED = 50020
     KAFKA_AUTH_FAILED = 50021
     KAFKA_TLS_FAILED = 50022
@@ -92,6 +94,8 @@ class ErrorCode(IntEnum):
     CDC_SOURCE_UNAVAILABLE = 50330
     SOURCE_UNAVAILABLE = 50331
     METASTORE_UNAVAILABLE = 50340
+    LOADER_NOT_CONFIGURED = 50350
+    LOADER_UNREACHABLE = 50351
 
     @property
     def http_status(self) -> int:

@@ -11,6 +11,11 @@ serves with the standard library's WSGI server.
   with the reason last reported ("starting", a failed connector, a query waiting for the
   registry). Until the first report the reason is "starting".
 - `GET /metrics`: the process's Prometheus metrics, when it was given a registry of them.
+- Further paths a process `mount`s (the loader's `/status`, `/plan`, `/replay`: see
+  spark_loaders/status.py), which answer for themselves, any method.
+
+Requests are served each in a thread of its own, so a slow mounted route (a replay runs a
+Spark job) never holds up a probe.
 
 Bodies are JSON: `{"status": "ok"}` or `{"status": "unavailable", "reason": "..."}`.
 """
@@ -20,6 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from socketserver import ThreadingMixIn
 from types import TracebackType
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -29,6 +35,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 log = logging.getLogger(__name__)
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -61,6 +72,12 @@ class HealthServer:
         self._not_ready: str | None = "starting"
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
+        self._mounted: dict[str, WsgiApp] = {}
+
+    def mount(self, paths: Iterable[str], app: WsgiApp) -> None:
+        """Serve `paths` (exact, any method) with `app`, from now on."""
+        with self._lock:
+            self._mounted.update(dict.fromkeys(paths, app))
 
     @property
     def port(self) -> int | None:
@@ -80,7 +97,13 @@ class HealthServer:
     def __enter__(self) -> "HealthServer":
         if self._port is None:
             return self
-        self._server = make_server(self._host, self._port, self._app, handler_class=_QuietHandler)
+        self._server = make_server(
+            self._host,
+            self._port,
+            self._app,
+            server_class=_ThreadingServer,
+            handler_class=_QuietHandler,
+        )
         self._thread = threading.Thread(
             target=self._server.serve_forever, name=f"{self._name}-health", daemon=True
         )
@@ -102,6 +125,10 @@ class HealthServer:
 
     def _app(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
+        with self._lock:
+            mounted = self._mounted.get(path)
+        if mounted is not None:
+            return mounted(environ, start_response)
         if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
             return _answer(start_response, "405 Method Not Allowed", {"status": "unavailable",
                            "reason": "only GET"})  # fmt: skip

@@ -19,6 +19,7 @@ from spark_loaders.metrics import LOADER_METRICS
 from spark_loaders.runner import run_streams
 from spark_loaders.session import SAFE_CONF, lock_down, spark_session
 from spark_loaders.settings import LoaderSettings
+from spark_loaders.status import serve_status
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,9 +34,11 @@ def main(argv: list[str] | None = None) -> int:
         settings.health_host, settings.health_port, name="loader", metrics=LOADER_METRICS.registry
     )
     with health, _session(settings, submitted=args.submitted) as spark:
+        status = serve_status(health, settings, spark)
         queries = run_streams(
             spark, settings, KafkaSettings(), available_now=args.once, health=health
         )
+        status.stop()
         failures = [(q.name, q.exception()) for q in queries if q.exception() is not None]
     for name, error in failures:
         logging.getLogger("spark_loaders").error("%s failed: %s", name, error)

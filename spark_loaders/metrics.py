@@ -8,6 +8,7 @@ with the process, as Prometheus counters do.
 
 import ast
 import json
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -55,6 +56,8 @@ class LoaderMetrics:
             ["query", "topic", "partition"],
             registry=self.registry,
         )
+        self._lag_lock = threading.Lock()
+        self._lag_now: dict[tuple[str, str], int] = {}  # (topic, partition): records behind
 
     def landed(self, table: str, records: int) -> None:
         """`records` landed in `table` (a batch's append)."""
@@ -76,8 +79,20 @@ class LoaderMetrics:
         for report in progress:
             if not report:
                 continue
-            for (topic, partition), lag in source_lag(report).items():
+            lags = source_lag(report)
+            for (topic, partition), lag in lags.items():
                 self._lag.labels(report.get("name") or "", topic, partition).set(lag)
+            with self._lag_lock:
+                self._lag_now.update(lags)
+
+    def lag_by_topic(self) -> dict[str, int]:
+        """Records in Kafka not read yet, per topic (all partitions), as of the last batches:
+        what `/status` shows as a feed's loader lag."""
+        totals: dict[str, int] = {}
+        with self._lag_lock:
+            for (topic, _partition), lag in self._lag_now.items():
+                totals[topic] = totals.get(topic, 0) + lag
+        return totals
 
 
 def source_lag(progress: Mapping[str, Any]) -> dict[tuple[str, str], int]:

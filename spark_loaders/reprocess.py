@@ -147,8 +147,12 @@ def current_location(settings: LoaderSettings, topic: str) -> Path:
             f"The warehouse is on object storage ({settings.warehouse_dir}): give the bronze "
             "table's folder explicitly (a local copy of it, e.g. `--table-location`)."
         )
-    warehouse = settings.warehouse_dir
-    suffix = table_suffix(TopicName(topic))
+    return bronze_location(settings, settings.warehouse_dir, table_suffix(TopicName(topic)))
+
+
+def bronze_location(settings: LoaderSettings, warehouse: Path, suffix: str) -> Path:
+    """Where the bronze table `bronze.<suffix>` of a local `warehouse` lives: its newest
+    swapped-in rebuild, or its managed folder."""
     pending = {
         r.location for r in SwapRequests(settings.state_dir).list() if r.merge_through is None
     }

@@ -210,6 +210,17 @@ class LoaderSettings(BaseSettings):
         default="127.0.0.1",
         description="Interface of the health endpoints; 0.0.0.0 in a pod, for the kubelet.",
     )
+    control_token: SecretStr | None = Field(
+        default=None,
+        description="Bearer token of the loader's /status, /plan and /replay on its health "
+        "port (the console reads them through the API); unset: those routes answer 404.",
+    )
+    status_refresh_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="How often /status re-reads the tables' Delta logs (a listing and the new "
+        "commit files per table; no Spark job).",
+    )
 
     maintenance_seconds: float = Field(
         default=3600.0,

@@ -207,7 +207,7 @@ def test_pods_outlast_the_publish_delivery_timeout() -> None:
 def test_secrets_reach_pods_only_from_secrets() -> None:
     """No password, key or credential-bearing URL appears as a literal in any rendered object;
     the production file's secrets arrive as files or secretKeyRefs."""
-    secret_names = re.compile(r"PASSWORD|SECRET|_KEY$|DATABASE_URL|DSN")
+    secret_names = re.compile(r"PASSWORD|SECRET|_KEY$|TOKEN|DATABASE_URL|DSN")
     objects = _objects(_render(VALUES["production"]))
     assert not [o for o in objects if o["kind"] == "Secret"], "the chart writes no Secret itself"
     for o in objects:
@@ -221,6 +221,14 @@ def test_secrets_reach_pods_only_from_secrets() -> None:
     assert loader["HUB_KAFKA_SASL_PASSWORD_FILE"] == "/etc/hub/kafka/sasl/password"
     assert loader["HUB_LOADER_S3_SECRET_KEY_FILE"] == "/etc/hub/s3/secret-key"
     assert "secretKeyRef" in loader["HUB_LOADER_METASTORE_PASSWORD"]
+    api = _container_env(objects, "hub-integration-hub-api")
+    for env, variable in ((loader, "HUB_LOADER_CONTROL_TOKEN"), (api, "HUB_API_LOADER_TOKEN")):
+        assert env[variable]["secretKeyRef"] == {"name": "hub-loader-control", "key": "token"}
+    assert api["HUB_API_LOADER_URL"] == "http://hub-integration-hub-loader:8081"
+    services = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "Service"}
+    assert services["hub-integration-hub-loader"]["ports"] == [
+        {"name": "health", "port": 8081, "targetPort": "health"}
+    ]
 
 
 def test_the_thrift_server_reads_the_loaders_tables_and_is_reachable_only_as_configured() -> None:
@@ -255,10 +263,15 @@ def test_the_thrift_server_reads_the_loaders_tables_and_is_reachable_only_as_con
     monitoring = {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}
     }
-    for scraped in ("loader", "connectors"):  # only Prometheus, only on the health port
-        assert policies[f"hub-integration-hub-{scraped}"]["ingress"] == [
-            {"ports": [{"port": "health"}], "from": [monitoring]}
-        ], scraped
+    assert policies["hub-integration-hub-connectors"]["ingress"] == [
+        {"ports": [{"port": "health"}], "from": [monitoring]}
+    ]  # only Prometheus, only on the health port
+    api_pods = {"app.kubernetes.io/name": "integration-hub", "app.kubernetes.io/instance": "hub",
+                "app.kubernetes.io/component": "api"}  # fmt: skip
+    assert policies["hub-integration-hub-loader"]["ingress"] == [
+        {"ports": [{"port": "health"}], "from": [monitoring]},
+        {"ports": [{"port": "health"}], "from": [{"podSelector": {"matchLabels": api_pods}}]},
+    ]  # Prometheus, and the API for /status, /plan and /replay
     assert monitoring in policies["hub-integration-hub-api"]["ingress"][0]["from"]
 
 

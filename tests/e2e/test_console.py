@@ -1,13 +1,15 @@
 """The web console in a real headless Chromium against the session's API and Kafka: sign-in,
 the feeds page, a feed's versions, diff, records and dead letters, and connector control by
-its owner, with another team's key seeing no controls and refused when it forges one."""
+its owner, with another team's key seeing no controls and refused when it forges one; and the
+loader's view (tables, lag, freshness, quarantine and its replay by the owner) through an API
+that reads a loader's control routes."""
 
 import html
 import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -17,6 +19,11 @@ from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, 
 from tests.support.connect import ConnectHub, connector_file
 from tests.support.hub_client import bearer, create_feed, publish, unique_topic
 from tests.support.waiting import wait_until
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from spark_loaders.settings import LoaderSettings
 
 pytestmark = pytest.mark.e2e
 
@@ -285,3 +292,171 @@ def test_connector_owner_pauses_resumes_and_restarts_and_another_team_cannot(
         other.close()
     target = httpx.get(f"{api_url}/v1/connectors/{name}", timeout=30).json()["target_state"]
     assert target == "STARTED"
+
+
+# The loader's view: a feed landed in bronze by the session's Spark, one record of it in
+# quarantine (written with a schema its feed's cannot read), the loader's /status, /plan and
+# /replay served as the loader serves them, and an API that reads them.
+ITEM_V1 = {
+    "type": "record",
+    "name": "Item",
+    "fields": [
+        {"name": "item_id", "type": "string"},
+        {"name": "qty", "type": "int"},
+        {"name": "ratio", "type": "double"},
+    ],
+}
+# Written under another subject: it has no `ratio`, which ITEM_V1 needs (no default).
+STRAY = {
+    "type": "record",
+    "name": "Item",
+    "fields": [{"name": "item_id", "type": "string"}, {"name": "qty", "type": "int"}],
+}
+# The fix: `ratio` gets a default, so the stray record resolves and replay lands it.
+ITEM_V2 = {**ITEM_V1, "fields": [*ITEM_V1["fields"][:2], {"name": "ratio", "type": "double",
+                                                           "default": 0.0}]}  # fmt: skip
+CONTROL_TOKEN = "console-test-control-token"
+
+
+@pytest.fixture(scope="module")
+def items(
+    api_url: str,
+    admin_key: str,
+    shop: str,
+    kafka_bootstrap: str,
+    spark: "SparkSession",
+    loader_settings: "LoaderSettings",
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[str, "LoaderSettings"]:
+    """A feed of team `shop`: three records in bronze, one in quarantine (SCHEMA_UNRESOLVABLE);
+    and the loader settings that landed it."""
+    from pydantic import SecretStr
+
+    from hub_kafka.settings import KafkaSettings
+    from spark_loaders.bronze import BronzeLoader
+    from spark_loaders.metrics import LOADER_METRICS
+    from tests.support.loader import produce_avro, register
+
+    topic = unique_topic("shop")
+    create_feed(api_url, shop, topic=topic, schema=ITEM_V1, owner="shop")
+    good = [{"value": {"item_id": f"i-{i}", "qty": i, "ratio": 0.5}} for i in (1, 2, 3)]
+    assert publish(api_url, shop, topic, good).status_code == 200
+    stray_id = register(api_url, admin_key, f"{topic}.stray-value", STRAY)
+    produce_avro(kafka_bootstrap, topic, stray_id, STRAY, [{"item_id": "i-stray", "qty": 7}])
+    settings = loader_settings.model_copy(
+        update={
+            "checkpoint_dir": tmp_path_factory.mktemp("console-loader") / "checkpoints",
+            "topic_pattern": topic.replace(".", "\\."),
+            "schema_refresh_seconds": 0.0,
+            "status_refresh_seconds": 1.0,
+            "control_token": SecretStr(CONTROL_TOKEN),
+        }
+    )
+    query = BronzeLoader(spark, settings, KafkaSettings(bootstrap_servers=kafka_bootstrap)).start(
+        available_now=True
+    )
+    query.awaitTermination(600)
+    assert query.exception() is None
+    LOADER_METRICS.follow([query.lastProgress])  # as the running loader does every second
+    return topic, settings
+
+
+@pytest.fixture(scope="module")
+def console_with_loader(
+    items: tuple[str, "LoaderSettings"],
+    spark: "SparkSession",
+    api_database: str,
+    kafka_bootstrap: str,
+) -> Iterator[str]:
+    """An API whose console reads the loader's status, plan and replay: the control routes on
+    a health server of their own, with the session's Spark, as `hub load run` mounts them."""
+    from hub_core.health import HealthServer
+    from spark_loaders.status import serve_status
+    from tests.support.api_server import serve_api
+
+    _topic, settings = items
+    health = HealthServer("127.0.0.1", 0, name="loader")
+    with health:
+        status = serve_status(health, settings, spark)
+        try:
+            loader = {"loader_url": f"http://127.0.0.1:{health.port}",
+                      "loader_token": CONTROL_TOKEN}  # fmt: skip
+            with serve_api(
+                database_url=api_database, bootstrap_servers=kafka_bootstrap, api=loader
+            ) as url:
+                yield url
+        finally:
+            status.stop()
+
+
+def _quarantine(page: Page) -> Any:
+    return page.locator("section#quarantine")
+
+
+def test_tables_lag_freshness_and_the_owners_replay_of_a_feeds_quarantine(
+    browser: Browser,
+    context: BrowserContext,
+    console_with_loader: str,
+    items: tuple[str, "LoaderSettings"],
+    api_url: str,
+    admin_key: str,
+    shop: str,
+    rival: str,
+    tmp_path: Path,
+) -> None:
+    from tests.support.loader import register
+
+    url, (topic, _settings) = console_with_loader, items
+    table = f"bronze.{topic.replace('.', '_')}"
+    page = _sign_in(context, url, shop)
+
+    # Feeds: the loader's lag (it caught up) and the bronze table's freshness.
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=topic))
+    cells = [c.strip() for c in row.get_by_role("cell").all_inner_texts()]
+    assert cells[7] == "0"
+    assert cells[8].endswith((" s", " min"))
+    _shot(page, tmp_path, "feeds")
+
+    # Tables: bronze with its rows, version, last commit and freshness; a plan of the fix.
+    page.get_by_role("link", name="Tables").click()
+    expect(page.get_by_role("heading", name="Tables", exact=True)).to_be_visible()
+    bronze = page.get_by_role("row").filter(has=page.get_by_role("link", name=table))
+    cells = [c.strip() for c in bronze.get_by_role("cell").all_inner_texts()]
+    assert cells[0] == "3" and cells[2].endswith("UTC")
+    page.get_by_label("Feed").select_option(topic)
+    page.get_by_label("Candidate schema").fill(json.dumps(ITEM_V2))
+    page.get_by_role("button", name="Show the plan").click()
+    expect(page.get_by_role("heading", name=f"Plan for {table}")).to_be_visible()
+    expect(page.get_by_role("status").last).to_contain_text("registry: compatible")
+    _shot(page, tmp_path, "tables")
+
+    # The feed: its quarantined record and reason; the owner's Replay before the fix keeps it.
+    page.goto(f"{url}/console/feeds/{topic}")
+    quarantine = _quarantine(page)
+    expect(quarantine.get_by_role("row", name="SCHEMA_UNRESOLVABLE")).to_contain_text("1")
+    replay = quarantine.get_by_role("button", name="Replay 1 quarantined record")
+    expect(replay).to_be_visible()
+    quarantine.scroll_into_view_if_needed()
+    _shot(page, tmp_path, "feed-quarantine")
+
+    other = browser.new_context()
+    try:
+        rival_page = _sign_in(other, url, rival)
+        rival_page.goto(f"{url}/console/feeds/{topic}")
+        expect(
+            _quarantine(rival_page).get_by_role("row", name="SCHEMA_UNRESOLVABLE")
+        ).to_be_visible()
+        expect(_quarantine(rival_page).get_by_role("button")).to_have_count(0)
+        forged = other.request.post(f"{url}/console/feeds/{topic}/replay")
+        assert forged.status == 403
+        assert f"Feed '{topic}' belongs to team 'shop'" in html.unescape(forged.text())
+    finally:
+        other.close()
+
+    register(api_url, admin_key, f"{topic}-value", ITEM_V2)  # the fix
+    replay.click()
+    expect(page.get_by_role("status")).to_contain_text("1 record landed")
+    expect(_quarantine(page)).to_contain_text("No quarantined records")
+    page.get_by_role("link", name="Tables").click()
+    bronze = page.get_by_role("row").filter(has=page.get_by_role("link", name=table))
+    assert bronze.get_by_role("cell").first.inner_text().strip() == "4"

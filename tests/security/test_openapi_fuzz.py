@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import hypothesis.strategies as st
 import pytest
@@ -171,6 +172,19 @@ def _violation(caller: str, case: schemathesis.Case, status: int, findings: Find
     return "" if owner == caller else f"team {caller} changed what {owner or 'admins'} own(s)"
 
 
+def _no_loader_by_design(response: Any) -> bool:
+    """The fuzzed hub runs no loader: `POST /v1/feeds/{topic}/replay` by its owner answers
+    503 with code 50350 (LOADER_NOT_CONFIGURED), as documented, not a server error."""
+    if response.status_code != 503 or not urlsplit(str(response.request.url)).path.endswith(
+        "/replay"
+    ):
+        return False
+    try:
+        return bool(response.json().get("error_code") == 50350)
+    except ValueError:
+        return False
+
+
 def _call(hub: Hub, caller: str, case: schemathesis.Case, findings: Findings) -> None:
     response = case.call(
         base_url=hub.url, session=findings.session, headers=hub.headers(caller), timeout=60
@@ -178,7 +192,8 @@ def _call(hub: Hub, caller: str, case: schemathesis.Case, findings: Findings) ->
     findings.statuses[response.status_code] += 1
     label = f"{caller} {case.method} {case.formatted_path} -> {response.status_code}"
     try:
-        case.validate_response(response, checks=[not_a_server_error])
+        if not _no_loader_by_design(response):
+            case.validate_response(response, checks=[not_a_server_error])
     except (AssertionError, BaseExceptionGroup):  # schemathesis's failures: recorded, not raised
         findings.add(f"{label}: {response.text[:300]}\n  {case.as_curl_command()[:500]}")
     problem = _violation(caller, case, response.status_code, findings)

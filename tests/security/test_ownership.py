@@ -128,6 +128,8 @@ CASES = [
     # Records: the gateway and the REST Proxy endpoint.
     Case("publish", "POST", "/v1/feeds/{topic}/records", RECORDS),
     Case("proxy-produce", "POST", "/topics/{topic}", PROXY_RECORDS),
+    # The loader: replaying another team's quarantine.
+    Case("replay-feed", "POST", "/v1/feeds/{topic}/replay"),
 ]
 
 

@@ -171,3 +171,33 @@ def test_the_loader_and_the_analyst_server_get_the_object_storage_keys_and_the_a
         assert env["HUB_LOADER_S3_ACCESS_KEY"] == "hub-loader"
         assert env["HUB_LOADER_S3_SECRET_KEY"] == "s3-secret-key"
     assert "HUB_LOADER_S3_SECRET_KEY" not in _env("API server")
+
+
+def test_the_loader_and_the_api_alone_get_the_runs_control_token_and_where_to_use_it() -> None:
+    from hub_cli.stack import LoaderControl
+    from spark_loaders.settings import LoaderSettings
+
+    first = LoaderControl.new(LoaderSettings(health_port=None))
+    second = LoaderControl.new(LoaderSettings(health_port=8091))
+    assert first.token != second.token and len(first.token) >= 40  # a fresh token per run
+    assert second.url == "http://127.0.0.1:8091" and first.port > 0
+    assert first.token not in repr(first)  # never in a log line that shows the settings
+
+    def env(name: str) -> dict[str, str]:
+        return child_env(
+            name,
+            parent={**PARENT, "HUB_LOADER_CONTROL_TOKEN": "operators-token"},
+            bootstrap_servers="127.0.0.1:9092",
+            api_url="http://127.0.0.1:8080",
+            admin_key="hub_abcdef012345_admin-key",
+            loader_control=second,
+        )
+
+    loader, api, analyst = env("loader"), env("API server"), env("analyst server")
+    assert loader["HUB_LOADER_CONTROL_TOKEN"] == second.token
+    assert loader["HUB_LOADER_HEALTH_PORT"] == "8091"
+    assert api["HUB_API_LOADER_URL"] == "http://127.0.0.1:8091"
+    assert api["HUB_API_LOADER_TOKEN"] == second.token
+    assert "HUB_LOADER_CONTROL_TOKEN" not in api
+    assert second.token not in analyst.values()
+    assert "operators-token" not in analyst.values()
