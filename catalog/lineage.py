@@ -209,7 +209,8 @@ class LineageSync:
             if not folder.is_dir():
                 continue
             for table in sorted(folder.iterdir()):
-                if (table / "_delta_log").is_dir():
+                # A name with a dot is no table: what an interrupted creation left (ADR 0040).
+                if "." not in table.name and (table / "_delta_log").is_dir():
                     found[f"{database}.{table.name}"] = table
         return found
 

@@ -132,7 +132,10 @@ class LoaderStatus:
         for layer in STATUS_LAYERS:
             folder = warehouse / f"{layer}.db"
             names = (
-                sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+                # A name with a dot is no table: what an interrupted creation left (ADR 0040).
+                sorted(p.name for p in folder.iterdir() if p.is_dir() and "." not in p.name)
+                if folder.is_dir()
+                else []
             )
             for name in names:
                 if layer == "bronze":
