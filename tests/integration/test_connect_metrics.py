@@ -94,7 +94,7 @@ def test_counts_and_lag_follow_what_the_connectors_did(
                                  hub_connector_state="FAILED") == 1,
                    timeout_s=60, what="the failed connector's state")  # fmt: skip
         assert value(_scrape(url), "hub_connector_errors_total", connector=missing.name,
-                     code="MALFORMED_REQUEST") == 1  # fmt: skip
+                     code="CONNECTOR_SOURCE_MISMATCH") == 1  # fmt: skip
 
         with lines.open("ab") as growing:
             growing.write(b"}\n")  # the last line is complete: read, and nothing is left
