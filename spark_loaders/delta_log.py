@@ -20,14 +20,13 @@ What the log alone cannot say is reported as unknown, never guessed:
 """
 
 import json
-import os
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-_COMMIT = re.compile(r"^(\d{20})\.json$")
+from hub_core.ledger import commit_versions
+
 # The quarantine column whose per-file minimum and maximum give the files' reason codes.
 REASON_COLUMN = "_hub_reason_code"
 MIXED_REASONS = "(several reasons in one file)"
@@ -67,7 +66,7 @@ class TableLog:
     def refresh(self) -> LogFacts | None:
         """The table's facts after reading the commits that appeared since the last call;
         None when there is no Delta table at the location (yet, or any more)."""
-        versions = self._commits()
+        versions = commit_versions(self.location)
         if not versions:
             return None
         newest = versions[-1]
@@ -94,13 +93,6 @@ class TableLog:
             files=len(self._live) if self._complete else 0,
             by_reason=dict(reasons) if self._complete else {},
         )
-
-    def _commits(self) -> list[int]:
-        try:
-            names = os.listdir(self._log)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        return sorted(int(m.group(1)) for m in map(_COMMIT.match, names) if m)
 
     def _replay(self, version: int) -> None:
         path = self._log / f"{version:020d}.json"
