@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
+from spark_loaders.scheduling import Pool, use_pool
 from spark_loaders.settings import LoaderSettings, check_layers
 
 log = logging.getLogger(__name__)
@@ -198,6 +199,7 @@ class ScheduledMaintenance:
     `maintenance_layers`, in a thread of its own next to the streaming queries."""
 
     def __init__(self, spark: SparkSession, settings: LoaderSettings) -> None:
+        self._spark = spark
         self._maintenance = TableMaintenance(spark, settings)
         self._interval = settings.maintenance_seconds
         self._layers = settings.layers("maintenance_layers")
@@ -221,5 +223,6 @@ class ScheduledMaintenance:
             self._thread.join(timeout=1.0)
 
     def _loop(self) -> None:
+        use_pool(self._spark, Pool.MAINTENANCE)
         while not self._stop.wait(self._interval):
             self._maintenance.run(self._layers, stop=self._stop)

@@ -20,6 +20,7 @@ from spark_loaders.isolation import describe, stopped_on_dependency
 from spark_loaders.lifecycle import stop_between_batches
 from spark_loaders.maintenance import ScheduledMaintenance
 from spark_loaders.metrics import LOADER_METRICS
+from spark_loaders.scheduling import Pool, use_pool
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,8 @@ StreamStarter = Callable[[SparkSession, LoaderSettings, KafkaSettings, bool], St
 def start_bronze(
     spark: SparkSession, settings: LoaderSettings, kafka: KafkaSettings, available_now: bool
 ) -> StreamingQuery:
-    """The bronze query: every hub topic into `bronze.<topic>`."""
+    """The bronze query: every hub topic into `bronze.<topic>`, in the scheduler's first pool."""
+    use_pool(spark, Pool.BRONZE)
     return BronzeLoader(spark, settings, kafka).start(available_now=available_now)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark_loaders import maintenance, metastore, metastore_database
+from spark_loaders import maintenance, metastore, metastore_database, scheduling
 from spark_loaders.errors import LoaderError
 from spark_loaders.settings import LoaderSettings
 
@@ -112,6 +112,7 @@ def session_conf(
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         "spark.redaction.regex": REDACTION_REGEX,
         **maintenance.session_conf(settings),
+        **scheduling.session_conf(),
         **metastore.spark_conf(settings),
         **settings.spark_s3_conf(),
         **(extra_conf or {}),

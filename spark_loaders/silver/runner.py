@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from spark_loaders.lifecycle import stop_between_batches
+from spark_loaders.scheduling import Pool, use_pool
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.loader import start_silver
 from spark_loaders.warehouse.build import WarehouseBuilder, build_models, catch_up_silver
@@ -94,6 +95,7 @@ class Downstream:
         ]
         # Spark jobs of this thread carry one group, so that shutdown can cancel them at once.
         self._spark.sparkContext.setJobGroup(JOB_GROUP, "hub silver and warehouse passes", True)
+        use_pool(self._spark, Pool.DOWNSTREAM)  # the silver queries started here too
         while not self._stop.wait(self._interval_s):
             try:
                 for query in start_silver(self._spark, self._settings, running=self._queries):
