@@ -170,6 +170,10 @@ class BronzeLoader:
                     unframed.add(row["topic"])
                 else:
                     ids.add(SchemaId(row["_hub_schema_id"]))
+            if any(topic_offsets.requests for topic_offsets in offsets.values()):
+                # One job for every topic's publish request spans, not one per topic.
+                for span in request_spans(batch):
+                    offsets[span["topic"]].spans.append(span)
             ingested_at = F.current_timestamp()
             landed: list[str] = []
             topics = sorted(by_topic)
@@ -391,7 +395,7 @@ class BronzeLoader:
                 )
                 reasons[QuarantineReason.TYPE_CHANGE_UNSUPPORTED.value] += total - rejected
             else:
-                metadata = self._ledger_entry(topic, batch_id, offsets, records, rows)
+                metadata = self._ledger_entry(topic, batch_id, offsets, rows)
                 self._write(rows, table, batch_id, merge=merge, metadata=metadata)
                 progress.bronze_written = True
                 self._apply_comments(table, reader)
@@ -424,7 +428,6 @@ class BronzeLoader:
         topic: str,
         batch_id: int,
         offsets: "_TopicOffsets",
-        records: DataFrame,
         rows: DataFrame,
     ) -> str | None:
         """The lineage ledger entry of the topic's bronze commit. Lineage never keeps records
@@ -434,7 +437,7 @@ class BronzeLoader:
                 topic,
                 batch_id,
                 offsets.ranges(),
-                request_spans(records) if offsets.requests else (),
+                offsets.spans,
                 source_positions(rows),
             ).encode()
         except (TypeError, ValueError, KeyError):
@@ -479,6 +482,8 @@ class _TopicOffsets:
     first: dict[int, int] = field(default_factory=dict)
     last: dict[int, int] = field(default_factory=dict)
     requests: int = 0  # records carrying a publish request id
+    # (partition, request_id, first, last) of those records, from one job for the batch
+    spans: list[Row] = field(default_factory=list)
 
     def add(self, row: Row) -> None:
         partition = row["partition"]

@@ -92,10 +92,10 @@ def _pair(row: Any, name: str) -> tuple[int, int] | None:
 
 
 def request_spans(records: DataFrame) -> list[Row]:
-    """(partition, request_id, first, last) of the published records among `records`."""
+    """(topic, partition, request_id, first, last) of the published records among `records`."""
     return (
         records.where(F.col("_hub_request_id").isNotNull())
-        .groupBy("partition", F.col("_hub_request_id").alias("request_id"))
+        .groupBy("topic", "partition", F.col("_hub_request_id").alias("request_id"))
         .agg(F.min("offset").alias("first"), F.max("offset").alias("last"))
         .collect()
     )
