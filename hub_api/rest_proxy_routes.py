@@ -8,6 +8,7 @@ records and answers each as the stream goes.
 """
 
 import time
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -20,7 +21,12 @@ from hub_api.batches import parse_batch
 from hub_api.deps import Feeds, Metrics, PublisherDep, Registry, Settings
 from hub_api.errors import UnsupportedMediaType
 from hub_api.openapi import raw_body
-from hub_api.publish_routes import GatewayDep, publish_target
+from hub_api.publish_routes import (
+    REQUEST_ID_RESPONSE_HEADER,
+    GatewayDep,
+    publish_target,
+    request_id_of,
+)
 from hub_api.rest_proxy_models import (
     AVRO_V2_MEDIA_TYPE,
     KafkaJSONResponse,
@@ -79,7 +85,10 @@ async def produce_avro(
     except ProxyRefused as refused:
         return _error(refused.code, refused.message)
     started = time.perf_counter()
-    outcome = await run_in_threadpool(publish_avro_json, publisher, feed, body, schemas)
+    request_id = request_id_of(request.headers.get("x-request-id"))
+    outcome = await run_in_threadpool(
+        partial(publish_avro_json, request_id=request_id), publisher, feed, body, schemas
+    )
     metrics.record_publish(feed.topic, outcome, time.perf_counter() - started)
     offsets = [_offset(r) for r in outcome.results]
     answer = ProduceResponsePublic(
@@ -87,8 +96,10 @@ async def produce_avro(
         value_schema_id=schemas.value.registered.schema_id if schemas.value else None,
         offsets=offsets,
     ).model_dump(mode="json")
+    traced = {REQUEST_ID_RESPONSE_HEADER: request_id}
     if any(o.error_code is None for o in offsets) or not any(_invalid(o) for o in offsets):
-        return KafkaJSONResponse(answer)  # as the REST Proxy: per-record errors in a 200
+        # As the REST Proxy: per-record errors in a 200.
+        return KafkaJSONResponse(answer, headers=traced)
     first = next(i for i, o in enumerate(offsets) if _invalid(o))
     return _error(
         ProxyErrorCode.JSON_CONVERSION_FAILED,
@@ -141,12 +152,15 @@ async def produce_records_v3(
             f"Content-Type '{media_type or '(none)'}' is not supported here; send "
             "application/json (one record, or records as concatenated JSON)."
         )
+    request_id = request_id_of(request.headers.get("x-request-id"))
     return ProduceStream(
         request,
         cluster_id=cluster_id,
         topic=topic,
         gateway=gateway,
         on_error=on_error,
+        request_id=request_id,
+        headers={REQUEST_ID_RESPONSE_HEADER: request_id},
     )
 
 

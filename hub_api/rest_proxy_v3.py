@@ -22,7 +22,7 @@ import base64
 import binascii
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -88,8 +88,12 @@ class ProduceStream(Response):
         topic: str,
         gateway: Gateway,
         on_error: OnError,
+        request_id: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(status_code=200, media_type=self.media_type)
+        super().__init__(status_code=200, media_type=self.media_type, headers=headers)
+        # Every record of the stream carries the one HTTP request's id (`hub.request-id`).
+        self._request_id = request_id
         self._request = request
         self._cluster_id = cluster_id
         self._topic = topic
@@ -170,7 +174,7 @@ class ProduceStream(Response):
                 range(len(documents)), exc
             )
             return _Group(None, all_refused, len(documents), started, 0)
-        batch = PreparedBatch(records, codecs, on_error=self._on_error)
+        batch = PreparedBatch(records, codecs, on_error=self._on_error, request_id=self._request_id)
         sent = await self._gateway.publisher.send_async(codecs, batch)
         return _Group(sent, refused, len(documents), started, int(time.time() * 1000))
 

@@ -169,9 +169,15 @@ def _key_schema(registry: RegistryService, feed: Feed, body: ProxyRequest) -> Pr
 
 
 def publish_avro_json(
-    publisher: Publisher, feed: Feed, body: ProxyRequest, schemas: ProxySchemas
+    publisher: Publisher,
+    feed: Feed,
+    body: ProxyRequest,
+    schemas: ProxySchemas,
+    *,
+    request_id: str | None = None,
 ) -> PublishOutcome:
-    """Convert each record to natural JSON, publish those that convert; answer every record."""
+    """Convert each record to natural JSON, publish those that convert; answer every record.
+    With a `request_id`, each record carries it (`hub.request-id`), as the feed route's do."""
     converted: list[IncomingRecord | InvalidRecord] = []
     for record in body.records:
         try:
@@ -182,6 +188,7 @@ def publish_avro_json(
         feed,
         [c for c in converted if isinstance(c, IncomingRecord)],
         schema_version=schemas.value.registered.version if schemas.value else None,
+        request_id=request_id,
     )
     published = iter(outcome.results)
     return replace(

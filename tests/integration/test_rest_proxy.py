@@ -82,9 +82,17 @@ def _decoded(n: int, *, driver: str | None = None) -> dict[str, Any]:
 
 
 def _produce(
-    api_url: str, key: str | None, topic: str, body: Any, *, content_type: str = AVRO
+    api_url: str,
+    key: str | None,
+    topic: str,
+    body: Any,
+    *,
+    content_type: str = AVRO,
+    request_id: str | None = None,
 ) -> httpx.Response:
     headers = {"Content-Type": content_type, "Accept": ACCEPT}
+    if request_id is not None:
+        headers["X-Request-Id"] = request_id
     if key is not None:
         headers.update(bearer(key))
     return httpx.post(
@@ -113,9 +121,11 @@ def test_a_rest_proxy_client_produces_with_value_schema_then_with_its_id(
             "value_schema": json.dumps(SCHEMA),
             "records": [{"key": "v0", "value": _trip(0)}, {"value": _trip(1, driver="ann")}],
         },
+        request_id="trips-import-7",
     )
     assert first.status_code == 200, first.text
     assert first.headers["content-type"] == KAFKA_V2
+    assert first.headers["X-Request-Id"] == "trips-import-7"
     answer = first.json()
     assert set(answer) == {"key_schema_id", "value_schema_id", "offsets"}
     assert answer["key_schema_id"] is None
@@ -134,6 +144,8 @@ def test_a_rest_proxy_client_produces_with_value_schema_then_with_its_id(
     )
     assert again.status_code == 200, again.text
     assert again.json()["value_schema_id"] == answer["value_schema_id"]
+    made = again.headers["X-Request-Id"]  # none given: the API made one
+    assert made and made != "trips-import-7"
 
     received = read_avro(api_url, kafka_bootstrap, topic, expected=3)
     assert sorted(received, key=lambda kv: kv[1]["vehicle"]) == [
@@ -141,6 +153,12 @@ def test_a_rest_proxy_client_produces_with_value_schema_then_with_its_id(
         (None, _decoded(1, driver="ann")),
         (None, _decoded(2)),
     ]
+    # Each record carries its request's id, as records of the feed route do (lineage).
+    stored = read_all(kafka_bootstrap, topic, expected=3)
+    ids = {(m.partition(), m.offset()): dict(m.headers() or [])["hub.request-id"] for m in stored}
+    first_positions = {(o["partition"], o["offset"]) for o in answer["offsets"]}
+    assert {ids[p] for p in first_positions} == {b"trips-import-7"}
+    assert {ids[p] for p in set(ids) - first_positions} == {made.encode()}
 
 
 def test_a_new_value_schema_is_registered_and_each_request_uses_the_version_it_names(
@@ -431,6 +449,9 @@ def test_a_v3_stream_is_answered_per_record_in_order_and_a_bad_record_is_dead_le
     stored.sort(key=lambda m: m.offset())
     assert [m.offset() for m in stored] == offsets
     assert [unframe(m.value())[1][1:3] for m in stored] == [b"v0", b"v1", b"v3", b"v4"]
+    # The stream is one HTTP request: its records share the id the answer names.
+    request_id = response.headers["X-Request-Id"].encode()
+    assert {dict(m.headers() or [])["hub.request-id"] for m in stored} == {request_id}
     (letter,) = read_all(kafka_bootstrap, f"{topic}.dlq", expected=1)
     assert json.loads(letter.value())["value"]["kind"] == "BUS"
     assert dict(letter.headers())["hub.error.code"] == b"42220"
