@@ -77,10 +77,11 @@ def _measure(api_url: str, rounds: int) -> None:
         pages += [f"/console/feeds/{topic}" for topic in demo.FEEDS]
         first = next(iter(demo.FEEDS))
         pages += ["/console/lineage", f"/console/lineage?topic={first}&partition=0&offset=0"]
-        print(f"{'page':<40} {'median ms':>10} {'p95 ms':>8}")
+        width = max(40, *(len(p) for p in pages))
+        print(f"{'page':<{width}} {'median ms':>10} {'p95 ms':>8}")
         for path in pages:
             median, p95 = _timed(http, path, rounds)
-            print(f"{path:<40} {median:>10.1f} {p95:>8.1f}")
+            print(f"{path:<{width}} {median:>10.1f} {p95:>8.1f}")
 
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ def trace(
 def _number(text: str, what: str, top: int) -> int | None:
     if not text:
         return None
-    if not text.isdigit() or int(text) > top:
+    if not (text.isascii() and text.isdigit()) or int(text) > top:
         raise InvalidLineageQuery(f"The {what} {text[:32]!r} is not a number from 0 to {top}.")
     return int(text)
 

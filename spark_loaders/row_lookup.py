@@ -132,7 +132,8 @@ def _typed(table: str, name: str, given: Any, data_type: "DataType") -> Any:
         if isinstance(data_type, T.BooleanType) and str(given).lower() in ("true", "false"):
             return str(given).lower() == "true"
         integral = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
-        if isinstance(data_type, integral) and number and not isinstance(given, float):
+        whole = number and not isinstance(given, float)
+        if isinstance(data_type, integral) and whole and -(2**63) <= int(given) < 2**63:
             return int(given)
         if isinstance(data_type, T.FloatType | T.DoubleType) and number:
             return float(given)

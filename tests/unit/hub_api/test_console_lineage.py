@@ -63,6 +63,7 @@ def test_each_form_and_link_asks_the_service_its_question(
         {"find": "row", "table": "bronze.x", "partition": "0", "offset": ""},
         {"find": "row", "table": "silver.x_current", "partition": "0", "key": "id=1"},
         {"find": "position", "lsn": "-5"},
+        {"find": "position", "lsn": "\u00b2"},  # a digit to Python, no number to int()
     ],
 )
 def test_a_question_that_is_not_one_is_42280_before_the_service_is_asked(
