@@ -108,3 +108,10 @@ class InvalidLineageQuery(TerminalError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
+
+
+class InvalidRowKey(TerminalError):
+    code = ErrorCode.INVALID_ROW_KEY
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)

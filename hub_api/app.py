@@ -85,14 +85,15 @@ def create_app(
             TeamStore(services.engine), cache_seconds=api.key_cache_seconds
         )
         reader = TopicReader(kafka)
+        app.state.loader = loader = LoaderClient(api)
         app.state.lineage = LineageService(
             store=LineageStore(services.engine),
             sync=LineageSync(services.engine, api.lineage_warehouse_dir),
             feeds=services.feeds,
             reader=reader,
             registry=services.registry,
+            loader=loader,
         )
-        app.state.loader = loader = LoaderClient(api)
         app.state.console = ConsoleViews(
             feeds=services.feeds,
             registry=services.registry,

@@ -19,18 +19,21 @@ from catalog.types import Principal
 from connectors.control import ControlPlane
 from hub_api.auth import CONSOLE_KEY_COOKIE, CONSOLE_PATH, KeyVerifier, caller_of
 from hub_api.connector_routes import authorize_connector
+from hub_api.console_lineage import LineageForm, trace, when
 from hub_api.console_views import INTERVAL_S, INTERVALS, ConsoleViews
+from hub_api.lineage_service import LineageService
 from hub_api.settings import ApiSettings, AuthMode
 from hub_core.errors import HubError
 
 router = APIRouter(prefix=CONSOLE_PATH, include_in_schema=False)
 
 # The console's sections, in the order of its navigation bar: a section is listed once its page
-# exists, so the bar never links to nothing (lineage comes later).
+# exists, so the bar never links to nothing.
 SECTIONS = (
     ("Feeds", f"{CONSOLE_PATH}/feeds"),
     ("Tables", f"{CONSOLE_PATH}/tables"),
     ("Connectors", f"{CONSOLE_PATH}/connectors"),
+    ("Lineage", f"{CONSOLE_PATH}/lineage"),
 )
 Action = Literal["pause", "resume", "restart"]
 ACTIONS: dict[Action, str] = {"pause": "Pause", "resume": "Resume", "restart": "Restart"}
@@ -242,6 +245,32 @@ async def plan_table(request: Request, views: Views, caller: SignedIn) -> Respon
         return _error_page(request, caller, exc)
     return _page(request, "tables.html", caller=caller, page=page, plan=plan,
                  candidate=candidate, topic=topic)  # fmt: skip
+
+
+@router.get("/lineage")
+def lineage_page(request: Request, caller: SignedIn) -> Response:
+    """A row (a bronze row by partition and offset, a silver row by key) or a source position
+    (an LSN, a publish request id, a topic's partition and offset) traced to every table
+    version holding it, as `GET /v1/lineage/rows` and `/v1/lineage/positions` answer; their
+    errors are shown on the page with their codes."""
+    lineage: LineageService = request.app.state.lineage
+    form = LineageForm.of(dict(request.query_params))
+    answer, problem = None, None
+    try:
+        answer = trace(lineage, request.app.state.registry, caller, form)
+    except HubError as exc:
+        problem = exc
+    return _page(
+        request,
+        "lineage.html",
+        caller=caller,
+        status_code=int(problem.code) // 100 if problem else status.HTTP_200_OK,
+        form=form,
+        answer=answer,
+        problem=problem,
+        when=when,
+        quote=quote,
+    )
 
 
 @router.get("/connectors")

@@ -1,6 +1,7 @@
 """Answers of the lineage API (`GET /v1/lineage/...`)."""
 
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -32,9 +33,15 @@ class BronzeCommitPublic(BaseModel):
 
 
 class RowLineagePublic(BaseModel):
-    """Where a bronze row came from, and every table version that holds it."""
+    """Where a row came from, and every table version that holds it."""
 
-    table: str
+    table: str = Field(description="The table asked about.")
+    key: dict[str, Any] | None = Field(
+        default=None, description="The key the row was found by (a silver row)."
+    )
+    bronze_table: str | None = Field(
+        default=None, description="The bronze table holding the row's record (a silver row)."
+    )
     topic: str
     partition: int
     offset: int

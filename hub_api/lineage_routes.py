@@ -1,10 +1,11 @@
-"""The lineage API: from a bronze row to its source, and from a source position to every table
-version that holds it (docs/lineage.md, ADR 0038)."""
+"""The lineage API: from a table row (bronze by position, silver by key) to its source, and
+from a source position to every table version that holds it (docs/lineage.md, ADR 0038)."""
 
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from catalog.errors import InvalidLineageQuery
 from hub_api.auth import Caller
 from hub_api.lineage_models import PositionsPublic, RowLineagePublic
 from hub_api.lineage_service import LineageService
@@ -27,14 +28,40 @@ Lineage = Annotated[LineageService, Depends(_service)]
 def row_lineage(
     lineage: Lineage,
     caller: Caller,
-    table: Annotated[str, Query(max_length=300, description="A bronze table, `bronze.<t>`.")],
-    partition: Annotated[int, Query(ge=0, le=_INT32, description="The row's `_hub_partition`.")],
-    offset: Annotated[int, Query(ge=0, le=_INT64, description="The row's `_hub_offset`.")],
+    table: Annotated[
+        str,
+        Query(
+            max_length=300,
+            description="A bronze table `bronze.<t>` (with `partition` and `offset`), or a "
+            "silver table `silver.<t>_current` or `silver.<t>_history` (with `key`).",
+        ),
+    ],
+    partition: Annotated[
+        int | None, Query(ge=0, le=_INT32, description="The row's `_hub_partition`.")
+    ] = None,
+    offset: Annotated[
+        int | None, Query(ge=0, le=_INT64, description="The row's `_hub_offset`.")
+    ] = None,
+    key: Annotated[
+        str | None,
+        Query(
+            max_length=1024,
+            description="A silver row's key: `id=42`, `a=1,b=x`, or a JSON object.",
+        ),
+    ] = None,
 ) -> RowLineagePublic:
-    """Where a bronze row came from: its Kafka position, the publish request id or source
-    LSN and transaction id, its schema id, the bronze version that landed it, and every silver
-    and gold version that read that version. A team asks about its own feeds; 404 (40460)
-    when no landed version holds the row."""
+    """Where a row came from: its Kafka position, the publish request id or source LSN and
+    transaction id, its schema id, the bronze version that landed it, and every silver and gold
+    version that read that version. A bronze row is named by its `partition` and `offset`, a
+    silver row by its `key` (found by the loader: 503 50350 when the API knows none; 422 42281
+    for a column the table lacks or a value of the wrong type). A team asks about its own
+    feeds; 404 (40460) when no landed version holds the row."""
+    if key is not None and partition is None and offset is None:
+        return lineage.row_by_key(caller, table=table, key=key)
+    if key is not None or partition is None or offset is None:
+        raise InvalidLineageQuery(
+            "Give a bronze row's partition= and offset= together, or a silver row's key=, not both."
+        )
     return lineage.row(caller, table=table, partition=partition, offset=offset)
 
 

@@ -3,13 +3,16 @@
 The index says which bronze version landed an offset and which silver and gold versions read
 it; what only the record itself knows (its schema id, request id, source LSN) is read from
 Kafka while Kafka still holds it. A team may ask about its own feeds, an admin about all.
+A silver row is found by its key in the loader (`LoaderClient.row`, ADR 0042), which says
+which bronze record it holds; that record is then traced as a bronze row is.
 """
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from catalog.errors import FeedNotFound, InvalidLineageQuery, LineageNotFound
+from catalog.errors import FeedNotFound, InvalidLineageQuery, InvalidRowKey, LineageNotFound
 from catalog.lineage import BronzeHit, LineageStore, LineageSync, TableVersion
 from catalog.types import Principal, TeamName
 from hub_api.auth import require_owner
@@ -20,6 +23,7 @@ from hub_api.lineage_models import (
     RowLineagePublic,
     TableVersionPublic,
 )
+from hub_api.loader_client import LoaderClient, LoaderNotConfigured
 from hub_core.errors import HubError
 from hub_kafka.reader import RawRecord, TopicReader
 from publish.feeds import FeedService
@@ -32,6 +36,10 @@ _BRONZE_TABLE = re.compile(r"bronze\.[A-Za-z0-9_]{1,249}")
 # As the publish route issues and accepts them (`publish_routes.request_id_of`).
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _TOPIC = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+")
+_SILVER_TABLE = re.compile(r"silver\.([A-Za-z0-9_]{1,240})_(current|history)")
+_KEY_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_MAX_KEY_COLUMNS = 8
+_MAX_KEY_CHARS = 1024
 _REQUEST_HEADER = "hub.request-id"
 _IDEMPOTENCY_HEADER = "hub.idempotency-key"
 
@@ -45,6 +53,7 @@ class LineageService:
     feeds: FeedService
     reader: TopicReader
     registry: RegistryService
+    loader: LoaderClient | None = None  # finds silver rows by key; None: no loader
 
     def row(
         self, caller: Principal, *, table: str, partition: int, offset: int
@@ -77,6 +86,30 @@ class LineageService:
             versions=versions,
             **facts,
         )
+
+    def row_by_key(self, caller: Principal, *, table: str, key: str) -> RowLineagePublic:
+        """Where the silver row of `table` with `key` (`col=value,...` or a JSON object) came
+        from: the bronze record it holds, traced as `row` traces it."""
+        columns = parse_key(key)
+        match = _SILVER_TABLE.fullmatch(table)
+        if match is None:
+            raise InvalidLineageQuery(
+                f"'{table[:300]}' is not a silver table: rows are found by key in "
+                "silver.<table>_current and silver.<table>_history; a bronze row is traced by "
+                "its partition and offset (see docs/lineage.md)."
+            )
+        table = table.lower()
+        bronze = f"bronze.{match.group(1).lower()}"
+        self.sync.sync()
+        topic = self.store.topic_of(bronze)
+        if topic is None:
+            raise LineageNotFound(f"a row of {table}: {bronze} has no landed version")
+        self._require_reader(caller, topic)  # before the loader reads anything
+        if self.loader is None or not self.loader.configured:
+            raise LoaderNotConfigured()
+        partition, offset = self.loader.row(table, columns)
+        found = self.row(caller, table=bronze, partition=partition, offset=offset)
+        return found.model_copy(update={"table": table, "key": columns, "bronze_table": bronze})
 
     def positions(
         self,
@@ -158,6 +191,35 @@ class LineageService:
             return self.feeds.current(topic).owner
         except FeedNotFound:
             return None
+
+
+def parse_key(text: str) -> dict[str, Any]:
+    """A row's key as `col=value,col=value` (values as text: the loader converts them to the
+    columns' types) or as a JSON object of column names and scalar values."""
+    text = text.strip()
+    key: Any = None
+    if len(text) <= _MAX_KEY_CHARS:
+        if text.startswith("{"):
+            try:
+                key = json.loads(text)
+            except ValueError:
+                key = None
+        elif text:
+            pairs = [part.partition("=") for part in text.split(",")]
+            if all(sep for _name, sep, _value in pairs):
+                key = {name.strip(): value.strip() for name, _sep, value in pairs}
+    if (
+        not isinstance(key, dict)
+        or not 0 < len(key) <= _MAX_KEY_COLUMNS
+        or not all(isinstance(n, str) and _KEY_COLUMN.fullmatch(n) for n in key)
+        or not all(isinstance(v, str | int | float | bool) for v in key.values())
+    ):
+        raise InvalidRowKey(
+            f"{text[:100]!r} is not a row key: give the key columns and their values as "
+            f"col=value (several separated by commas, e.g. id=42) or as a JSON object "
+            f'(e.g. {{"id": 42}}), at most {_MAX_KEY_COLUMNS} columns.'
+        )
+    return dict(key)
 
 
 def _record_facts(record: RawRecord, registry: RegistryService) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The API's client of the loader's `/status`, `/plan` and `/replay` (spark_loaders/status.py).
+"""The API's client of the loader's `/status`, `/plan`, `/replay` and `/row`
+(spark_loaders/status.py).
 
 The console's pages must stay fast when the loader is slow or gone: a status read waits at most
 `HUB_API_LOADER_TIMEOUT_SECONDS` (1 s), and its answer, or the failure, is kept for a few
@@ -6,6 +7,7 @@ seconds, so a page shown to many people asks the loader at most once in that tim
 whose read failed shows "loader unreachable"; it never fails itself.
 """
 
+import json
 import logging
 import threading
 import time
@@ -113,6 +115,15 @@ class LoaderClient:
         with self._lock:
             self._cached = None  # the next page shows the replay's outcome
         return body
+
+    def row(self, table: str, key: dict[str, Any]) -> tuple[int, int]:
+        """The `_hub_partition` and `_hub_offset` of the silver row of `table` with `key`."""
+        body = self._call("GET", "/row", params={"table": table, "key": json.dumps(key)},
+                          timeout=max(self._timeout, 30.0))  # fmt: skip
+        partition, offset = body.get("partition"), body.get("offset")
+        if not isinstance(partition, int) or not isinstance(offset, int):
+            raise LoaderUnreachable(f"The loader answered the row of {table} unreadably.")
+        return partition, offset
 
     def close(self) -> None:
         self._http.close()

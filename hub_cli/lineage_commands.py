@@ -25,14 +25,27 @@ KeyOption = Annotated[
 
 @lineage_app.command("row")
 def row(
-    table: Annotated[str, typer.Argument(help="A bronze table, bronze.<topic with underscores>.")],
-    partition: Annotated[int, typer.Argument(min=0, help="The row's _hub_partition.")],
-    offset: Annotated[int, typer.Argument(min=0, help="The row's _hub_offset.")],
+    table: Annotated[
+        str,
+        typer.Argument(help="bronze.<topic with underscores>, or silver.<...>_current/_history."),
+    ],
+    partition: Annotated[
+        int | None, typer.Argument(min=0, help="A bronze row's _hub_partition.")
+    ] = None,
+    offset: Annotated[int | None, typer.Argument(min=0, help="A bronze row's _hub_offset.")] = None,
+    row_key: Annotated[
+        str | None,
+        typer.Option(
+            "--row-key", help="A silver row's key: id=42, a=1,b=x, or JSON '{\"id\": 42}'."
+        ),
+    ] = None,
     api: ApiOption = "http://127.0.0.1:8080",
     key: KeyOption = None,
 ) -> None:
-    """Where a bronze row came from, and every silver and gold version that read it."""
-    _show(_get(api, key, "/v1/lineage/rows", table=table, partition=partition, offset=offset))
+    """Where a row came from (a bronze row by its partition and offset, a silver row by its
+    key), and every silver and gold version that read it."""
+    query = {"table": table, "partition": partition, "offset": offset, "key": row_key}
+    _show(_get(api, key, "/v1/lineage/rows", query))
 
 
 @lineage_app.command("position")
@@ -51,10 +64,12 @@ def position(
 ) -> None:
     """Every table version (bronze, silver, gold) holding a source position."""
     query = {"lsn": lsn, "request_id": request_id, "topic": topic}
-    _show(_get(api, key, "/v1/lineage/positions", **query, partition=partition, offset=offset))
+    _show(
+        _get(api, key, "/v1/lineage/positions", {**query, "partition": partition, "offset": offset})
+    )
 
 
-def _get(api: str, key: str | None, path: str, **params: Any) -> dict[str, Any]:
+def _get(api: str, key: str | None, path: str, params: dict[str, Any]) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     query = {name: value for name, value in params.items() if value is not None}
     try:

@@ -76,6 +76,7 @@ class ErrorCode(IntEnum):
     INVALID_WAREHOUSE_MODEL = 42260
     INVALID_SETTING = 42270
     INVALID_LINEAGE_QUERY = 42280
+    INVALID_ROW_KEY = 42281
     ANALYST_AUTH_REQUIRED = 42271
     # 429: the caller sends requests faster than its key's rate limit
     RATE_LIMITED = 42901

@@ -16,6 +16,8 @@ docs/adr/0039-loader-status-and-control-for-the-console.md.
   `POST /plan?topic=T` with a candidate Avro schema as the body: what it would do, as
   `hub load plan` says (spark_loaders/plan.py).
 - `POST /replay?topic=T`: replay the feed's quarantine, as `hub load replay T` does.
+- `GET /row?table=silver.<t>_current&key={"id": 42}`: the `_hub_partition` and `_hub_offset` of
+  a silver row found by its key, for row lineage (spark_loaders/row_lookup.py, ADR 0042).
 
 Bodies are JSON; errors are `{"error_code", "message"}` with the hub's codes.
 """
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ROUTES = ("/status", "/plan", "/replay")
+ROUTES = ("/status", "/plan", "/replay", "/row")
 # Layers whose tables /status lists, in the order data flows through them.
 STATUS_LAYERS = (*LAYERS, "quarantine")
 _MAX_BODY_BYTES = 1024 * 1024  # a candidate schema
@@ -218,6 +220,7 @@ class ControlRoutes:
         spark: "SparkSession | None" = None,
         replay: Callable[[str], dict[str, Any]] | None = None,
         plan: Callable[[str, str | None], dict[str, Any]] | None = None,
+        row: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self._token = settings.control_token.get_secret_value() if settings.control_token else ""
         self._settings = settings
@@ -225,6 +228,7 @@ class ControlRoutes:
         self._spark = spark
         self._replay = replay or self._replay_with_spark
         self._plan = plan or self._plan_from_log
+        self._row = row or self._row_with_spark
         self._replaying = threading.Lock()  # one replay at a time: they MERGE the same tables
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
@@ -270,10 +274,13 @@ class ControlRoutes:
             except Exception:  # the replay is done: the next turn of the thread refreshes
                 log.warning("could not refresh the status after a replay", exc_info=True)
             return "200 OK", result
+        if path == "/row" and method == "GET":
+            table = (query.get("table") or [""])[0]
+            return "200 OK", self._row(table, _key((query.get("key") or [""])[0]))
         return _error(
             ErrorCode.MALFORMED_REQUEST,
             f"{method} {path} is not a loader route: GET /status, GET or POST /plan?topic=T, "
-            "POST /replay?topic=T.",
+            "POST /replay?topic=T, GET /row?table=T&key=K.",
         )
 
     def _refusal(self, header: str | None) -> tuple[str, dict[str, Any]] | None:
@@ -307,6 +314,14 @@ class ControlRoutes:
                            code=ErrorCode.LOADER_ACTION_FAILED)  # fmt: skip
         result = replay(self._spark, self._settings, topic)
         return {**asdict(result), "message": result.describe()}
+
+    def _row_with_spark(self, table: str, key: dict[str, Any]) -> dict[str, Any]:
+        from spark_loaders.row_lookup import row_position
+
+        if self._spark is None:
+            raise HubError("This loader has no Spark session to read rows with.",
+                           code=ErrorCode.LOADER_ACTION_FAILED)  # fmt: skip
+        return row_position(self._spark, table, key)
 
     def _plan_from_log(self, topic: str, candidate: str | None) -> dict[str, Any]:
         return plan_for(self._settings, topic, candidate)
@@ -377,6 +392,22 @@ def _body(environ: dict[str, Any]) -> str:
             code=ErrorCode.MALFORMED_REQUEST,
         )
     return bytes(environ["wsgi.input"].read(length)).decode("utf-8", errors="replace")
+
+
+def _key(text: str) -> dict[str, Any]:
+    """The `key` parameter of `/row`: a JSON object of column names and values."""
+    try:
+        key = json.loads(text) if len(text) <= 4096 else None
+    except ValueError:
+        key = None
+    if not isinstance(key, dict) or not all(isinstance(v, str | int | float | bool)
+                                            for v in key.values()):  # fmt: skip
+        raise HubError(
+            "GET /row needs key=<a JSON object of the row's key columns and their values>, "
+            'e.g. key={"id": 42}.',
+            code=ErrorCode.INVALID_ROW_KEY,
+        )
+    return key
 
 
 def _error(code: ErrorCode, message: str) -> tuple[str, dict[str, Any]]:

@@ -2,7 +2,8 @@
 the feeds page, a feed's versions, diff, records and dead letters, and connector control by
 its owner, with another team's key seeing no controls and refused when it forges one; and the
 loader's view (tables, lag, freshness, quarantine and its replay by the owner) through an API
-that reads a loader's control routes."""
+that reads a loader's control routes; and the Lineage page tracing bronze rows, silver rows by
+key and source positions, with another team's key shown no lineage of the owner's feeds."""
 
 import html
 import json
@@ -380,7 +381,8 @@ def console_with_loader(
         status = serve_status(health, settings, spark)
         try:
             loader = {"loader_url": f"http://127.0.0.1:{health.port}",
-                      "loader_token": CONTROL_TOKEN}  # fmt: skip
+                      "loader_token": CONTROL_TOKEN,
+                      "lineage_warehouse_dir": settings.warehouse_dir}  # fmt: skip
             with serve_api(
                 database_url=api_database, bootstrap_servers=kafka_bootstrap, api=loader
             ) as url:
@@ -460,3 +462,221 @@ def test_tables_lag_freshness_and_the_owners_replay_of_a_feeds_quarantine(
     page.get_by_role("link", name="Tables").click()
     bronze = page.get_by_role("row").filter(has=page.get_by_role("link", name=table))
     assert bronze.get_by_role("cell").first.inner_text().strip() == "4"
+
+
+# Change events of a `customers` table, as a CDC connector writes them (the Debezium envelope).
+ROW = {
+    "type": "record",
+    "name": "Customer",
+    "fields": [{"name": "id", "type": "long"}, {"name": "name", "type": ["null", "string"]}],
+}
+ENVELOPE = {
+    "type": "record",
+    "name": "Envelope",
+    "namespace": "shop.console",
+    "fields": [
+        {"name": "before", "type": ["null", ROW], "default": None},
+        {"name": "after", "type": ["null", "Customer"], "default": None},
+        {"name": "op", "type": "string"},
+        {"name": "ts_ms", "type": "long"},
+        {"name": "source", "type": {"type": "record", "name": "Source", "fields": [
+            {"name": "ts_ms", "type": "long"}, {"name": "db", "type": "string"},
+            {"name": "table", "type": "string"},
+            {"name": "txId", "type": ["null", "long"], "default": None},
+            {"name": "lsn", "type": ["null", "long"], "default": None}]}},
+    ],
+}  # fmt: skip
+
+
+def _change(op: str, id_: int, name: str, *, lsn: int, tx: int) -> dict[str, Any]:
+    row = {"id": id_, "name": name}
+    return {
+        "before": row if op == "u" else None,
+        "after": row,
+        "op": op,
+        "ts_ms": lsn,
+        "source": {"ts_ms": lsn, "db": "shop", "table": "customers", "txId": tx, "lsn": lsn},
+    }
+
+
+@pytest.fixture(scope="module")
+def customers(
+    api_url: str,
+    shop: str,
+    kafka_bootstrap: str,
+    spark: "SparkSession",
+    items: tuple[str, "LoaderSettings"],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> str:
+    """A feed of team `shop` carrying change events, landed in bronze and in silver."""
+    import re
+
+    from hub_kafka.settings import KafkaSettings
+    from spark_loaders.silver.changes import ChangelogSpec
+    from spark_loaders.silver.loader import SilverLoader
+    from tests.support.loader import land_once, produce_avro
+
+    topic = unique_topic("shop")
+    create_feed(api_url, shop, topic=topic, schema=ENVELOPE, owner="shop", partitions=1)
+    latest = httpx.get(f"{api_url}/subjects/{topic}-value/versions/latest", timeout=30).json()
+    changes = [
+        _change("c", 1, "ann", lsn=100, tx=1),
+        _change("c", 2, "bob", lsn=110, tx=1),
+        _change("u", 1, "anne", lsn=120, tx=2),
+    ]
+    produce_avro(kafka_bootstrap, topic, latest["id"], ENVELOPE, changes)
+    settings = items[1].model_copy(
+        update={
+            "checkpoint_dir": tmp_path_factory.mktemp("console-customers") / "checkpoints",
+            "topic_pattern": re.escape(topic),
+        }
+    )
+    land_once(spark, settings, KafkaSettings(bootstrap_servers=kafka_bootstrap))
+    suffix = topic.replace(".", "_")
+    spec = ChangelogSpec(f"bronze.{suffix}", f"silver.{suffix}", ("id",))
+    silver = SilverLoader(spark, spec, checkpoint_dir=str(settings.checkpoint_dir))
+    silver.start(available_now=True).awaitTermination(600)
+    return topic
+
+
+def _facts(page: Page) -> dict[str, str]:
+    """The answer's facts table, by row header."""
+    facts = page.locator("table.facts").get_by_role("row").all()
+    return {
+        r.get_by_role("rowheader").inner_text().strip(): r.get_by_role("cell").inner_text().strip()
+        for r in facts
+    }
+
+
+def _versions(page: Page) -> list[list[str]]:
+    table = page.locator("table", has=page.get_by_role("columnheader", name="Commit time"))
+    rows = table.get_by_role("row").all()[1:]
+    return [[c.strip() for c in r.locator("th, td").all_inner_texts()] for r in rows]
+
+
+def test_lineage_page_traces_rows_by_position_and_key_and_source_positions(
+    browser: Browser,
+    context: BrowserContext,
+    console_with_loader: str,
+    items: tuple[str, "LoaderSettings"],
+    customers: str,
+    rival: str,
+    shop: str,
+    tmp_path: Path,
+) -> None:
+    url, (topic, _settings) = console_with_loader, items
+    bronze = f"bronze.{topic.replace('.', '_')}"
+    current = f"silver.{customers.replace('.', '_')}_current"
+    page = _sign_in(context, url, shop)
+
+    # A published record's bronze row, by its partition and offset.
+    page.get_by_role("link", name="Lineage", exact=True).click()
+    expect(page.get_by_role("heading", name="Lineage", exact=True)).to_be_visible()
+    page.get_by_label("Table").fill(bronze)
+    page.get_by_label("Row partition").fill("0")
+    page.get_by_label("Row offset").fill("0")
+    page.get_by_role("button", name="Trace the row").click()
+    expect(page.get_by_role("heading", name=f"Record {topic} 0:0")).to_be_visible()
+    facts = _facts(page)
+    assert (facts["Topic"], facts["Partition"], facts["Offset"]) == (topic, "0", "0")
+    assert facts["In Kafka"].startswith("yes")
+    assert facts["Schema id"].endswith(f"(version 1 of {topic}-value)")
+    assert facts["Request id"]
+    assert facts["Bronze version"].isdigit()
+    (landed,) = _versions(page)
+    assert landed[:3] == [bronze, facts["Bronze version"], "bronze"]
+    assert landed[3].endswith("UTC")
+    _shot(page, tmp_path, "lineage-row")
+    page.get_by_role("link", name=topic).first.click()  # the topic leads to its feed
+    expect(page.get_by_role("heading", name=topic, exact=True)).to_be_visible()
+
+    # From the feed's latest records, an offset leads to its position's lineage.
+    page.get_by_role("link", name="Lineage of offset 0 in partition 0").click()
+    expect(page.get_by_role("heading", name=f"Record {topic} 0:0")).to_be_visible()
+    assert page.get_by_label("Topic", exact=True).input_value() == topic
+    assert _versions(page)[0][:3] == landed[:3]
+
+    # A silver row by its key: the change event it holds, its LSN and transaction, and every
+    # version holding it (bronze, then the silver tables that read that bronze version).
+    page.get_by_label("Table").fill(current)
+    page.get_by_label("Row key").fill("id=1")
+    page.get_by_role("button", name="Trace the row").click()
+    expect(page.get_by_role("heading", name=f"{current} row id=1")).to_be_visible()
+    facts = _facts(page)
+    assert (facts["Topic"], facts["Offset"]) == (customers, "2")  # the update, not the create
+    assert (facts["Source LSN"], facts["Transaction id"]) == ("120", "2")
+    tables = {(v[0], v[2]) for v in _versions(page)}
+    assert {(f"bronze.{customers.replace('.', '_')}", "bronze"), (current, "silver")} <= tables
+    page.locator("#answer").evaluate("heading => heading.scrollIntoView()")
+    _shot(page, tmp_path, "lineage")
+
+    # A source position: the LSN leads to the same versions.
+    page.get_by_role("link", name="120", exact=True).click()
+    expect(page.get_by_role("heading", name="Source LSN 120")).to_be_visible()
+    commits = page.locator("table", has=page.get_by_role("columnheader", name="Source LSNs"))
+    expect(commits).to_contain_text("100\u2013120")  # an en dash
+    assert {(v[0], v[2]) for v in _versions(page)} == tables
+    _shot(page, tmp_path, "lineage-position")
+
+    # Bad questions are answered on the page with their codes.
+    page.get_by_label("Table").fill(current)
+    page.get_by_label("Row key").fill("nope=1")
+    page.get_by_role("button", name="Trace the row").click()
+    expect(page.get_by_role("alert")).to_contain_text("42281")
+    expect(page.get_by_role("alert")).to_contain_text("has no column 'nope'")
+    page.get_by_label("Row key").fill("id=99")
+    page.get_by_role("button", name="Trace the row").click()
+    expect(page.get_by_role("alert")).to_contain_text("40460")
+    page.get_by_label("Source LSN").fill("5")
+    page.get_by_label("Publish request id").fill("req-x")
+    page.get_by_role("button", name="Trace the position").click()
+    expect(page.get_by_role("alert")).to_contain_text("42280")
+
+    # Another team is told whose feed it is, and shown nothing of its lineage.
+    other = browser.new_context()
+    try:
+        rival_page = _sign_in(other, url, rival)
+        for query in (f"table={current}&key=id%3D1", f"table={bronze}&partition=0&offset=0",
+                      f"topic={topic}&partition=0&offset=0", "lsn=120"):  # fmt: skip
+            rival_page.goto(f"{url}/console/lineage?{query}")
+            expect(rival_page.get_by_role("alert")).to_contain_text("40301")
+            expect(rival_page.get_by_role("heading", name="Table versions holding it")
+                   ).to_have_count(0)  # fmt: skip
+            expect(rival_page.locator("table.facts")).to_have_count(0)
+        _shot(rival_page, tmp_path, "lineage-other-team")
+    finally:
+        other.close()
+
+
+def test_api_and_cli_trace_a_silver_row_by_key_through_the_running_loader(
+    console_with_loader: str, customers: str, shop: str, rival: str
+) -> None:
+    from tests.support.cli import hub
+
+    url = console_with_loader
+    current = f"silver.{customers.replace('.', '_')}_current"
+    history = f"silver.{customers.replace('.', '_')}_history"
+
+    answer = httpx.get(f"{url}/v1/lineage/rows", params={"table": history, "key": '{"id": 2}'},
+                       headers=bearer(shop), timeout=120)  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["topic"], body["offset"], body["lsn"], body["key"]) == (
+        customers,
+        1,
+        110,
+        {"id": 2},
+    )
+    wrong = httpx.get(f"{url}/v1/lineage/rows", params={"table": current, "key": "id=two"},
+                      headers=bearer(shop), timeout=120)  # fmt: skip
+    assert (wrong.status_code, wrong.json()["error_code"]) == (422, 42281)
+    assert "is bigint" in wrong.json()["message"]
+
+    traced = hub("lineage", "row", current, "--row-key", "id=1", "--api", url, "--key", shop)
+    assert traced.returncode == 0, traced.stderr
+    found = json.loads(traced.stdout)
+    assert (found["table"], found["offset"], found["lsn"], found["tx_id"]) == (current, 2, 120, 2)
+    refused = hub("lineage", "row", current, "--row-key", "id=1", "--api", url, "--key", rival)
+    assert refused.returncode != 0
+    assert "40301" in refused.stderr + refused.stdout
+    assert "120" not in refused.stdout

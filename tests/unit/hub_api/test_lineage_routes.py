@@ -1,10 +1,12 @@
-"""`GET /v1/lineage/rows` and `/v1/lineage/positions`: answers, ownership and bad input."""
+"""`GET /v1/lineage/rows` and `/v1/lineage/positions`: answers, ownership and bad input; silver
+rows by key through the loader's control routes (`GET /row`, a stand-in for its Spark query)."""
 
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -17,14 +19,17 @@ from catalog.types import TeamName
 from hub_api import lineage_routes
 from hub_api.auth import KeyVerifier
 from hub_api.errors import install_error_handlers
-from hub_api.lineage_service import LineageService
+from hub_api.lineage_service import LineageService, parse_key
+from hub_api.loader_client import LoaderClient
 from hub_api.publish_routes import request_id_of
 from hub_api.settings import ApiSettings
-from hub_core.errors import HubError
+from hub_core.errors import ErrorCode, HubError
 from hub_core.ledger import LedgerEntry, LedgerKind, OffsetRange, RequestSpan, TableRead
 from hub_kafka.reader import RawRecord
 from registry.types import SchemaId
 from registry.wire import frame
+from spark_loaders.settings import LoaderSettings
+from spark_loaders.status import ControlRoutes, LoaderStatus
 from tests.support.ledger_log import write_commit
 
 pytestmark = pytest.mark.unit
@@ -58,6 +63,18 @@ class _Registry:
         raise HubError(f"schema {schema_id} not found")
 
 
+SILVER = "silver.sales_orders_current"
+
+
+def _silver_row(table: str, key: dict[str, Any]) -> dict[str, Any]:
+    """The loader's answer for silver rows, as `row_lookup.row_position` gives it."""
+    if set(key) != {"id"}:
+        raise HubError(f"{table} has no column 'nope'", code=ErrorCode.INVALID_ROW_KEY)
+    if str(key["id"]) != "42":
+        raise HubError(f"No row of {table} has id={key['id']!r}.", code=ErrorCode.LINEAGE_NOT_FOUND)
+    return {"table": table, "bronze_table": BRONZE, "partition": 0, "offset": 11}
+
+
 @pytest.fixture
 def client(hub_engine: Engine, tmp_path: Path) -> tuple[TestClient, dict[str, str]]:
     bronze = tmp_path / "bronze.db" / "sales_orders"
@@ -82,14 +99,18 @@ def client(hub_engine: Engine, tmp_path: Path) -> tuple[TestClient, dict[str, st
         teams.register(name=TeamName(team))
     app = FastAPI()
     install_error_handlers(app)
-    app.state.api_settings = ApiSettings()
+    settings = ApiSettings(loader_url="http://loader.test", loader_token="row-token")
+    app.state.api_settings = settings
     app.state.keys = KeyVerifier(teams, cache_seconds=60)
+    loader_settings = LoaderSettings(control_token="row-token", warehouse_dir=tmp_path)
+    routes = ControlRoutes(loader_settings, LoaderStatus(loader_settings), row=_silver_row)
     app.state.lineage = LineageService(
         store=LineageStore(hub_engine),
         sync=LineageSync(hub_engine, tmp_path, min_interval_s=0),
         feeds=cast(Any, _Feeds()),
         reader=cast(Any, _Reader()),
         registry=cast(Any, _Registry()),
+        loader=LoaderClient(settings, transport=httpx.WSGITransport(app=routes)),
     )
     app.include_router(lineage_routes.router)
     tokens = {
@@ -178,3 +199,77 @@ def test_a_request_id_that_is_not_a_plain_token_is_replaced_by_a_new_unique_one(
 
 def test_a_plain_token_request_id_is_kept() -> None:
     assert request_id_of("req-7.a:b_c") == "req-7.a:b_c"
+
+
+@pytest.mark.parametrize("key", ["id=42", '{"id": 42}', " id = 42 "])
+def test_a_silver_row_found_by_its_key_traces_to_its_bronze_record(
+    client: tuple[TestClient, dict[str, str]], key: str
+) -> None:
+    http, keys = client
+
+    answer = http.get(
+        "/v1/lineage/rows", params={"table": SILVER, "key": key},
+        headers={"Authorization": keys["sales"]},
+    )  # fmt: skip
+
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["table"], body["bronze_table"], body["topic"]) == (SILVER, BRONZE, TOPIC)
+    assert (body["partition"], body["offset"], body["request_id"]) == (0, 11, "req-1")
+    assert body["key"] in ({"id": "42"}, {"id": 42})
+    assert (SILVER, 1) in [(v["table"], v["version"]) for v in body["versions"]]
+
+
+@pytest.mark.parametrize(
+    ("params", "who", "status", "code"),
+    [
+        ({"table": SILVER, "key": "id=7"}, "sales", 404, 40460),
+        ({"table": SILVER, "key": "nope=1"}, "sales", 422, 42281),
+        ({"table": SILVER, "key": "id"}, "sales", 422, 42281),
+        ({"table": SILVER, "key": '{"id": [1]}'}, "sales", 422, 42281),
+        ({"table": SILVER, "key": "id=42", "partition": 0}, "sales", 422, 42280),
+        ({"table": "gold.fact_x", "key": "id=42"}, "sales", 422, 42280),
+        ({"table": "silver.unknown_current", "key": "id=42"}, "sales", 404, 40460),
+        ({"table": SILVER, "key": "id=42"}, "other", 403, 40301),
+    ],
+)
+def test_bad_or_forbidden_row_keys_get_a_4xx_with_a_code(
+    client: tuple[TestClient, dict[str, str]],
+    params: dict[str, Any],
+    who: str,
+    status: int,
+    code: int,
+) -> None:
+    http, keys = client
+
+    answer = http.get("/v1/lineage/rows", params=params, headers={"Authorization": keys[who]})
+
+    assert answer.status_code == status, answer.text
+    assert answer.json()["error_code"] == code
+
+
+def test_without_a_loader_a_row_by_key_is_503_50350(
+    client: tuple[TestClient, dict[str, str]],
+) -> None:
+    http, keys = client
+    app = cast(FastAPI, http.app)
+    service: LineageService = app.state.lineage
+    app.state.lineage = LineageService(
+        store=service.store, sync=service.sync, feeds=service.feeds, reader=service.reader,
+        registry=service.registry,
+    )  # fmt: skip
+
+    answer = http.get(
+        "/v1/lineage/rows", params={"table": SILVER, "key": "id=42"},
+        headers={"Authorization": keys["sales"]},
+    )  # fmt: skip
+
+    assert (answer.status_code, answer.json()["error_code"]) == (503, 50350)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [("id=42", {"id": "42"}), ("a=1, b=x", {"a": "1", "b": "x"}), ('{"id": 42}', {"id": 42})],
+)
+def test_a_row_key_is_col_value_pairs_or_a_json_object(text: str, key: dict[str, Any]) -> None:
+    assert parse_key(text) == key
