@@ -131,7 +131,7 @@ def create_app(
     app.add_middleware(RequestGate, settings=api)
     app.add_middleware(RequestMetrics, metrics=metrics)
     app.add_middleware(health_routes.Liveness)  # outermost: answers before anything else runs
-    install_error_handlers(app)
+    install_error_handlers(app, pages=console_routes.error_page)
     app.add_exception_handler(console_routes.SignInNeeded, console_routes.sign_in_redirect)
     app.include_router(health_routes.router)
     app.include_router(registry_routes.router)

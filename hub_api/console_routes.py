@@ -7,6 +7,7 @@ traces hidden from other teams as `GET /v1/connectors/{name}/status` hides them.
 docs/console.md and docs/adr/0036-web-console.md.
 """
 
+import logging
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qs, quote
 
@@ -24,6 +25,8 @@ from hub_api.console_views import INTERVAL_S, INTERVALS, ConsoleViews
 from hub_api.lineage_service import LineageService
 from hub_api.settings import ApiSettings, AuthMode
 from hub_core.errors import HubError
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(prefix=CONSOLE_PATH, include_in_schema=False)
 
@@ -56,6 +59,7 @@ def _signed_in(request: Request) -> Principal:
     principal = caller_of(request)
     if principal is None:
         raise SignInNeeded()
+    request.state.console_caller = principal  # for `error_page`, should the page fail
     return principal
 
 
@@ -100,11 +104,19 @@ def _page(
     return response
 
 
-def _error_page(request: Request, caller: Principal | None, exc: HubError) -> HTMLResponse:
+def error_page(request: Request, exc: HubError) -> HTMLResponse | None:
+    """The console's answer to a page or action that failed with `exc`: its error page, with
+    the code and message the API would give; None off the console's paths (JSON there).
+    Installed on the app (`install_error_handlers(pages=...)`), so routes let errors rise."""
+    path = request.url.path
+    if path != CONSOLE_PATH and not path.startswith(f"{CONSOLE_PATH}/"):
+        return None
+    if exc.code.http_status >= 500:
+        log.warning("console page %s failed: %s (%s)", path, exc.message, int(exc.code))
     return _page(
         request,
         "error.html",
-        caller=caller,
+        caller=getattr(request.state, "console_caller", None),
         status_code=int(exc.code) // 100,
         code=int(exc.code),
         message=exc.message,
@@ -133,14 +145,11 @@ async def sign_in(request: Request) -> Response:
     key = (form.get("api_key") or [""])[0].strip()
     settings: ApiSettings = request.app.state.api_settings
     verifier: KeyVerifier = request.app.state.keys
-    try:
-        principal = (
-            await run_in_threadpool(verifier.verify, key)
-            if key and len(key) <= _MAX_KEY_CHARS
-            else None
-        )
-    except HubError as exc:
-        return _error_page(request, None, exc)
+    principal = (
+        await run_in_threadpool(verifier.verify, key)
+        if key and len(key) <= _MAX_KEY_CHARS
+        else None
+    )
     if principal is None and settings.auth is not AuthMode.DISABLED:
         return _page(
             request,
@@ -174,10 +183,7 @@ def sign_out() -> Response:
 @router.get("/feeds")
 def feeds_page(request: Request, views: Views, caller: SignedIn) -> Response:
     """Every feed with its owner, kind, partitions and records over the last hour."""
-    try:
-        rows = views.feed_rows()
-    except HubError as exc:
-        return _error_page(request, caller, exc)
+    rows = views.feed_rows()
     return _page(
         request,
         "feeds.html",
@@ -200,10 +206,7 @@ def feed_page(
     replayed: Annotated[int | None, Query()] = None,
 ) -> Response:
     """One feed: schema versions and the diff of two, latest records, dead letters."""
-    try:
-        page = views.feed_page(topic, caller, older=older, newer=newer)
-    except HubError as exc:
-        return _error_page(request, caller, exc)
+    page = views.feed_page(topic, caller, older=older, newer=newer)
     return _page(request, "feed.html", caller=caller, page=page, quote=quote, replayed=replayed)
 
 
@@ -211,10 +214,7 @@ def feed_page(
 def replay_feed(request: Request, topic: str, views: Views, caller: SignedIn) -> Response:
     """Replay the feed's quarantine in the loader; its owner or an admin only, as the API's
     `POST /v1/feeds/{topic}/replay` (the server checks, whatever the page showed)."""
-    try:
-        result = views.replay(topic, caller)
-    except HubError as exc:
-        return _error_page(request, caller, exc)
+    result = views.replay(topic, caller)
     return RedirectResponse(
         f"{CONSOLE_PATH}/feeds/{quote(topic)}?replayed={result['landed']}#quarantine",
         status_code=status.HTTP_303_SEE_OTHER,
@@ -224,10 +224,7 @@ def replay_feed(request: Request, topic: str, views: Views, caller: SignedIn) ->
 @router.get("/tables")
 def tables_page(request: Request, views: Views, caller: SignedIn) -> Response:
     """Bronze, silver and gold tables: rows, last commit and freshness, from the loader."""
-    try:
-        page = views.tables()
-    except HubError as exc:
-        return _error_page(request, caller, exc)
+    page = views.tables()
     return _page(request, "tables.html", caller=caller, page=page, plan=None, candidate="",
                  topic=None)  # fmt: skip
 
@@ -238,11 +235,8 @@ async def plan_table(request: Request, views: Views, caller: SignedIn) -> Respon
     form = parse_qs((await request.body()).decode("utf-8", errors="replace"))
     topic = (form.get("topic") or [""])[0]
     candidate = (form.get("schema") or [""])[0].strip()
-    try:
-        page = await run_in_threadpool(views.tables)
-        plan = await run_in_threadpool(views.plan, topic, candidate or None)
-    except HubError as exc:
-        return _error_page(request, caller, exc)
+    page = await run_in_threadpool(views.tables)
+    plan = await run_in_threadpool(views.plan, topic, candidate or None)
     return _page(request, "tables.html", caller=caller, page=page, plan=plan,
                  candidate=candidate, topic=topic)  # fmt: skip
 
@@ -278,10 +272,7 @@ def connectors_page(
     request: Request, views: Views, caller: SignedIn, done: str | None = None
 ) -> Response:
     """Every connector: state, position, source figures, errors; controls for its owner."""
-    try:
-        connectors = views.connectors(caller)
-    except HubError as exc:
-        return _error_page(request, caller, exc)
+    connectors = views.connectors(caller)
     return _page(
         request,
         "connectors.html",
@@ -297,11 +288,8 @@ def control_connector(request: Request, name: str, action: Action, caller: Signe
     """Pause, resume or restart a connector, with the rule the API's routes apply."""
     control: ControlPlane = request.app.state.connectors
     act = {"pause": control.pause, "resume": control.resume, "restart": control.restart}[action]
-    try:
-        authorize_connector(control, name, caller)
-        act(name)
-    except HubError as exc:
-        return _error_page(request, caller, exc)
+    authorize_connector(control, name, caller)
+    act(name)
     return RedirectResponse(
         f"{CONSOLE_PATH}/connectors?done={action}#connector-{quote(name)}",
         status_code=status.HTTP_303_SEE_OTHER,

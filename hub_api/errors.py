@@ -1,10 +1,11 @@
 """Rendering the hub's errors as HTTP answers: `{"error_code", "message"}` and a 4xx/5xx status."""
 
 import logging
+from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hub_core.errors import ErrorCode, HubError, TerminalError
@@ -50,12 +51,18 @@ def hub_error_response(request: Request, exc: HubError) -> JSONResponse:
     return error_response(exc.code, exc.message, media_type=media_type_of(request))
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Map domain exceptions and framework errors to coded answers."""
+# A page for a failed request, or None for the JSON answer: how the console renders errors.
+ErrorPages = Callable[[Request, HubError], Response | None]
+
+
+def install_error_handlers(app: FastAPI, *, pages: ErrorPages | None = None) -> None:
+    """Map domain exceptions and framework errors to coded answers; `pages` may answer a
+    domain error with a page of its own (the console's paths) instead of JSON."""
 
     @app.exception_handler(HubError)
-    async def _hub_error(request: Request, exc: HubError) -> JSONResponse:
-        return hub_error_response(request, exc)
+    async def _hub_error(request: Request, exc: HubError) -> Response:
+        page = pages(request, exc) if pages is not None else None
+        return page if page is not None else hub_error_response(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
