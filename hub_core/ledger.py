@@ -13,6 +13,7 @@ table versions it read:
      "ranges":[{"p":0,"first":10,"last":19,"lsn":[100,180],"tx":[5,9]}],
      "requests":[["3f2a...",0,10,14]]}
     {"v":1,"kind":"silver","batch":3,"reads":[{"table":"bronze.x","from":4,"to":6}]}
+    {"v":1,"kind":"gold","reads":[{"table":"silver.x_history","from":7,"to":9}]}
 
 `lsn`/`tx` (minimum and maximum) appear for change-event topics only; `requests` lists the
 publish request ids of the commit's records with the offsets each covers, up to

@@ -17,6 +17,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.types import MapType
 
 from hub_core.ledger import LedgerEntry, LedgerKind
 from spark_loaders.comments import set_table_comment
@@ -109,7 +110,7 @@ class SilverLoader:
                 return
             columns = [c for c in row_fields(batch.schema) if c not in keys]
             # Both MERGEs carry which bronze versions the batch read (the lineage ledger). A
-            # replayed batch changes nothing, and a MERGE that changes nothing commits nothing.
+            # replayed batch changes nothing, and a MERGE given nothing to change is not run.
             # The batch's session is the stream's own, so the setting stays with this stream.
             session = batch.sparkSession
             read = stream_read(session, self._checkpoint_location, batch_id, spec.bronze_table)
@@ -168,6 +169,9 @@ class SilverLoader:
         on += f" AND t.{OP} = s.{OP}"
         updated = [VALID_TO, IS_CURRENT, *columns]
         differs = " OR ".join(f"NOT (t.{c} <=> s.{c})" for c in updated)
+        versions = without_unchanged(versions, history.toDF(), flag=_DROP)
+        if versions.isEmpty():
+            return
         (
             history.alias("t")
             .merge(versions.alias("s"), on)
@@ -186,6 +190,9 @@ class SilverLoader:
         on = " AND ".join(f"t.{k} = s.{k}" for k in keys)
         values: dict[str, str | Column] = {c: f"s.{c}" for c in rows.columns if c != IS_DELETED}
         differs = " OR ".join(f"NOT (t.{c} <=> s.{c})" for c in values)
+        rows = without_unchanged(rows, current.toDF(), flag=IS_DELETED)
+        if rows.isEmpty():
+            return
         (
             current.alias("t")
             .merge(rows.alias("s"), on)
@@ -244,6 +251,31 @@ def detached(frame: DataFrame) -> DataFrame:
     """
     computed = frame.localCheckpoint(eager=True)
     return computed.select(*[F.col(c).alias(c) for c in computed.columns])
+
+
+def without_unchanged(rows: DataFrame, table: DataFrame, *, flag: str | None = None) -> DataFrame:
+    """`rows` less those `table` already holds as they are (every column equal, nulls too),
+    computed now (`detached`). Rows with the boolean column `flag` set (a deletion, `flag` not
+    being a column of the table) are all kept.
+
+    Delta's MERGE rewrites, and commits, every file holding a row its ON condition matches,
+    even when no clause's condition then holds: a replayed batch, or a rebuild over unchanged
+    data, would commit a copy of what the table holds, with a second ledger entry. A MERGE
+    given only the rows that change commits nothing when none do.
+    """
+    columns = [c for c in rows.columns if c != flag]
+    comparable = set(columns) <= set(table.columns) and not any(
+        isinstance(rows.schema[c].dataType, MapType) for c in columns
+    )
+    if not comparable:
+        # New columns reach the table through the MERGE's schema evolution; maps cannot be
+        # compared by Spark's set operations.
+        return detached(rows)
+    flagged = F.coalesce(F.col(flag), F.lit(False)) if flag is not None else F.lit(False)
+    fresh = rows.where(~flagged).select(*columns).exceptAll(table.select(*columns))
+    if flag is not None:
+        fresh = fresh.withColumn(flag, F.lit(False)).unionByName(rows.where(flagged))
+    return detached(fresh)
 
 
 def _all_null(columns: Sequence[str]) -> Column:

@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from spark_loaders.lifecycle import stop_between_batches
+from spark_loaders.openlineage import run_events
 from spark_loaders.scheduling import Pool, use_pool
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.loader import start_silver
@@ -89,8 +90,11 @@ class Downstream:
 
     def _run(self) -> None:
         statuses = GoldStatusBook.in_checkpoints(self._settings.state_dir)
+        events = run_events(self._settings)
         builders = [
-            WarehouseBuilder(self._spark, load_model(path), source=str(path), statuses=statuses)
+            WarehouseBuilder(
+                self._spark, load_model(path), source=str(path), statuses=statuses, events=events
+            )
             for path in self._warehouse
         ]
         # Spark jobs of this thread carry one group, so that shutdown can cancel them at once.

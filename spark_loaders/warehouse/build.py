@@ -14,6 +14,10 @@ bronze's are (`spark_loaders.isolation`):
   at once. The next pass starts over.
 
 States are kept in `spark_loaders.warehouse.status`, shown by `hub load status`.
+
+Every commit of a gold table carries a ledger entry of kind `gold` naming the source versions
+its build read, and each table's build is an OpenLineage run of job `hub-gold-<table>`
+(`spark_loaders.warehouse.snapshots`, ADR 0041).
 """
 
 import logging
@@ -26,15 +30,25 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from hub_core.naming import TopicName, bronze_table
 from hub_core.retries import Backoff, retry_transient_interruptibly
 from spark_loaders.isolation import FailureKind, as_transient, classify, describe
+from spark_loaders.lineage import commit_metadata
+from spark_loaders.openlineage import RunEvents, run_events
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.loader import start_silver
 from spark_loaders.types import GoldState
-from spark_loaders.warehouse.dimensions import DimensionBuilder, dim_table
+from spark_loaders.warehouse.dimensions import DimensionBuilder, dim_table, history_table
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.facts import FactBuilder, fact_table
 from spark_loaders.warehouse.model import Fact, WarehouseModel, load_model
+from spark_loaders.warehouse.snapshots import (
+    GoldLedger,
+    Snapshots,
+    current_version,
+    follow_conf,
+    gold_session,
+)
 from spark_loaders.warehouse.status import BUILD_FAILED, DIMENSION_NOT_BUILT, GoldStatusBook
 
 log = logging.getLogger(__name__)
@@ -80,17 +94,33 @@ class WarehouseBuilder:
         *,
         source: str,
         statuses: GoldStatusBook | None = None,
+        events: RunEvents | None = None,
     ) -> None:
-        self._spark = spark
+        # The ledger entry of each table is a conf of this session, never of `spark`, from
+        # which the loader starts its streams (`snapshots.gold_session`).
+        self._shared = spark
+        self._spark = gold_session(spark)
         self._model = model
         self._source = source
         self._statuses = statuses
+        self._events = events or RunEvents(None, kafka_namespace="", table_namespace="")
+        self._snapshots = Snapshots(self._spark)
+        self._ledger = GoldLedger(self._spark)
         self._dimensions = {
-            d.name: DimensionBuilder(spark, d, where=f"{source}: dimensions[{i}]")
+            d.name: DimensionBuilder(
+                self._spark, d, where=f"{source}: dimensions[{i}]", snapshots=self._snapshots
+            )
             for i, d in enumerate(model.dimensions)
         }
         self._facts = [
-            FactBuilder(spark, model, f, self._dimensions, where=f"{source}: facts[{i}]")
+            FactBuilder(
+                self._spark,
+                model,
+                f,
+                self._dimensions,
+                where=f"{source}: facts[{i}]",
+                snapshots=self._snapshots,
+            )
             for i, f in enumerate(model.facts)
         ]
 
@@ -99,15 +129,36 @@ class WarehouseBuilder:
         for what happens to a table that fails."""
         report = BuildReport()
         built: list[str] = []
+        # The loader sets some settings on its shared session after this builder was made
+        # (silver's schema evolution, when its first stream starts).
+        follow_conf(self._shared, self._spark)
         for dim in self._model.dimensions:
-            if self._contained(dim_table(dim), self._dimensions[dim.name].refresh, report):
+            table = dim_table(dim)
+            dimension = self._dimensions[dim.name]
+            refresh = self._recorded(
+                table,
+                [history_table(dim.source)],
+                [table],
+                dimension.refresh,
+                prepare=dimension.ensure_table,
+            )
+            if self._contained(table, refresh, report):
                 built.append(dim.name)
                 log.info("dimension %s refreshed", dim.name)
         for fact, builder in zip(self._model.facts, self._facts, strict=True):
             if self._skipped(fact, report):
                 continue
             table = fact_table(fact)
-            if self._contained(table, partial(_refresh_fact, builder, table, report), report):
+            # A fact's build also adds inferred members to its dimensions: those commits carry
+            # the fact's entry, since what they add comes from the fact's bronze records.
+            keyed = [dim_table(self._model.dimension(r.dimension)) for r in fact.dimensions]
+            refresh = self._recorded(
+                table,
+                [bronze_table(TopicName(fact.source))],
+                [table, *dict.fromkeys(keyed)],
+                partial(_refresh_fact, builder, table, report),
+            )
+            if self._contained(table, refresh, report):
                 log.info("fact %s refreshed", fact.name)
         for dim in self._model.dimensions:
             if dim.name in built:
@@ -115,6 +166,39 @@ class WarehouseBuilder:
                 report.rows[dim_table(dim)] = members.count()
                 report.inferred[dim_table(dim)] = members.where("is_inferred").count()
         return report
+
+    def _recorded(
+        self,
+        table: str,
+        sources: list[str],
+        outputs: list[str],
+        build: Callable[[], None],
+        *,
+        prepare: Callable[[], None] | None = None,
+    ) -> Callable[[], None]:
+        """`build` reading `sources` at pinned versions, its commits carrying the entry that
+        names them, as one OpenLineage run of `hub-gold-<table>`. `prepare` runs first,
+        without the entry: a dimension's new table holds only its unknown member, no data read
+        from a source, so a forward query must not stop at it."""
+
+        def run() -> None:
+            pinned = self._snapshots.pin(sources)
+            if prepare is not None:
+                prepare()
+            before = current_version(self._spark, table)
+            entry = self._ledger.entry(table, pinned)
+            job = f"hub-gold-{table.split('.', 1)[1]}"
+            with (
+                self._events.run(job, read_tables=sources, tables=outputs),
+                commit_metadata(self._spark, entry.encode()),
+            ):
+                build()
+            # A build that changed nothing made no commit and left no entry (a MERGE that
+            # matches nothing to change commits nothing).
+            if current_version(self._spark, table) != before:
+                self._ledger.committed(table, pinned)
+
+        return run
 
     def _skipped(self, fact: Fact, report: BuildReport) -> bool:
         """Skip a fact whose dimensions were not all built: its keys would point wrong."""
@@ -216,9 +300,11 @@ def build_models(
     models = [(path, load_model(path)) for path in paths]
     catch_up_silver(spark, settings)
     statuses = GoldStatusBook.in_checkpoints(settings.state_dir)
+    events = run_events(settings)
     reports = []
     for path, model in models:
-        report = WarehouseBuilder(spark, model, source=str(path), statuses=statuses).build()
+        builder = WarehouseBuilder(spark, model, source=str(path), statuses=statuses, events=events)
+        report = builder.build()
         log.info("warehouse built from %s: %s", path, report.describe())
         reports.append(report)
     for report in reports:

@@ -17,10 +17,11 @@ from pyspark.sql.types import BooleanType, LongType, StructField, StructType, Ti
 from hub_core.naming import TopicName, table_suffix
 from spark_loaders.comments import set_table_comment
 from spark_loaders.maintenance import new_table_properties
-from spark_loaders.silver.loader import detached
+from spark_loaders.silver.loader import without_unchanged
 from spark_loaders.tables import save_as_new_table
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.model import Dimension, ScdType
+from spark_loaders.warehouse.snapshots import Snapshots
 
 UNKNOWN_KEY = -1
 BEGINNING = datetime(1900, 1, 1)
@@ -52,10 +53,19 @@ def identity(dim: Dimension) -> list[str]:
 class DimensionBuilder:
     """Creates and refreshes one dimension table."""
 
-    def __init__(self, spark: SparkSession, dim: Dimension, *, where: str) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        dim: Dimension,
+        *,
+        where: str,
+        snapshots: Snapshots | None = None,
+    ) -> None:
         self._spark = spark
         self._dim = dim
         self._where = where  # the model path, for messages
+        # Silver history is read at the version the build pinned (its ledger entry names it).
+        self._snapshots = snapshots or Snapshots(spark)
 
     def ensure_table(self) -> None:
         """Create the table with its unknown member (key -1) when missing."""
@@ -139,7 +149,10 @@ class DimensionBuilder:
             )
             .drop("_top")
         )
-        source = detached(numbered)
+        # Only the rows that change: a MERGE matching unchanged rows would still commit.
+        source = without_unchanged(numbered, self._spark.table(dim_table(dim)))
+        if source.isEmpty():
+            return
         updated = [c for c in source.columns if c not in (key, *ident)]
         differs = " OR ".join(f"NOT (t.{c} <=> s.{c})" for c in updated)
         merge = (
@@ -159,7 +172,7 @@ class DimensionBuilder:
                 "not exist; the feed must be a changelog (change-event envelope) landed in "
                 "bronze, and silver must have run (`hub warehouse build` runs it first)."
             )
-        history = self._spark.table(table)
+        history = self._snapshots.read(table)
         for field in ("business_key", "attributes"):
             for column in getattr(self._dim, field):
                 if column not in history.columns:

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from hub_core.naming import TopicName, bronze_table
 from spark_loaders.comments import set_table_comment
 from spark_loaders.maintenance import new_table_properties
-from spark_loaders.silver.loader import detached
+from spark_loaders.silver.loader import detached, without_unchanged
 from spark_loaders.tables import save_as_new_table
 from spark_loaders.warehouse.dimensions import (
     UNKNOWN_KEY,
@@ -24,6 +24,7 @@ from spark_loaders.warehouse.dimensions import (
 )
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.model import Fact, ScdType, WarehouseModel
+from spark_loaders.warehouse.snapshots import Snapshots
 
 
 def fact_table(fact: Fact) -> str:
@@ -41,12 +42,15 @@ class FactBuilder:
         dimensions: dict[str, DimensionBuilder],
         *,
         where: str,
+        snapshots: Snapshots | None = None,
     ) -> None:
         self._spark = spark
         self._model = model
         self._fact = fact
         self._dimensions = dimensions
         self._where = where
+        # Bronze is read at the version the build pinned (its ledger entry names it).
+        self._snapshots = snapshots or Snapshots(spark)
 
     def refresh(self) -> int:
         """Bring the fact table up to date; returns how many fact rows it holds."""
@@ -81,7 +85,7 @@ class FactBuilder:
                 f"{self._where}.source: bronze table {table} of feed {fact.source!r} does not "
                 "exist; publish to the feed and run the loader first."
             )
-        rows = self._spark.table(table)
+        rows = self._snapshots.read(table)
         needed = {
             "grain": fact.grain,
             "event_time": [fact.event_time],
@@ -145,6 +149,10 @@ class FactBuilder:
                 f"Facts {self._fact.name} from {self._fact.source}, "
                 f"one row per {', '.join(self._fact.grain)}.",
             )
+            return
+        # Only the facts that change: a MERGE matching unchanged rows would still commit.
+        facts = without_unchanged(facts, self._spark.table(table))
+        if facts.isEmpty():
             return
         grain = " AND ".join(f"t.{c} <=> s.{c}" for c in self._fact.grain)
         others = [c for c in facts.columns if c not in self._fact.grain]

@@ -1,5 +1,6 @@
-"""Lineage end to end: change events and a published record landed in bronze and silver, then
-traced both ways through the ledger entries of their Delta commits (docs/lineage.md)."""
+"""Lineage end to end: change events and a published record landed in bronze and silver, and a
+real PostgreSQL CDC run through bronze, silver and gold, then traced both ways through the
+ledger entries of their Delta commits (docs/lineage.md)."""
 
 import re
 import uuid
@@ -8,7 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
+import yaml
+from confluent_kafka import KafkaException
 from pyspark.sql import SparkSession
 from sqlalchemy import Engine, select
 
@@ -20,7 +24,10 @@ from migrations import migrate
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.changes import ChangelogSpec
 from spark_loaders.silver.loader import SilverLoader
-from tests.support.hub_client import bearer, create_feed, unique_topic
+from spark_loaders.warehouse import build_model
+from tests.support.api_server import serve_api
+from tests.support.cdc import CdcEnvironment, Event, libpq_url, wait_for
+from tests.support.hub_client import bearer, create_feed, create_key, unique_topic
 from tests.support.loader import LoaderTopic, land_once
 
 pytestmark = pytest.mark.e2e
@@ -180,3 +187,184 @@ def test_a_published_record_traces_to_its_bronze_row_by_its_request_id(
     (hit,) = LineageStore(engine).bronze_by_request(request_id)
     offsets = [r["_hub_offset"] for r in landed]
     assert (hit.table, hit.first_offset, hit.last_offset) == (table, min(offsets), max(offsets))
+
+
+def _execute(dsn: str, *statements: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
+def _changes(cdc: CdcEnvironment, topic: str) -> list[Event]:
+    """The topic's change events so far (tombstones left out); [] before it exists."""
+    try:
+        return [e for e in cdc.read(topic) if e.value is not None]
+    except (KafkaException, KeyError):
+        return []
+
+
+def _tables(answer: dict[str, Any]) -> dict[str, list[int]]:
+    """The versions of a lineage answer, by table."""
+    found: dict[str, list[int]] = {}
+    for version in answer["versions"]:
+        found.setdefault(version["table"], []).append(version["version"])
+    return found
+
+
+def _assert_traces(
+    spark: SparkSession,
+    http: httpx.Client,
+    events: list[Event],
+    *,
+    bronze: str,
+    silver: ChangelogSpec,
+    dimension: str,
+) -> None:
+    """Every row traces back to its LSN, and every LSN forward to bronze, silver and the first
+    gold version built from it, which holds the change."""
+    rows = spark.table(bronze).where("source.lsn IS NOT NULL")
+    landed = rows.select("_hub_partition", "_hub_offset", "source.lsn").collect()
+    assert len(landed) == len(events)
+    for row in landed:
+        params = {"table": bronze, "partition": row["_hub_partition"], "offset": row["_hub_offset"]}
+        answer = http.get("/v1/lineage/rows", params=params)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["lsn"] == row["lsn"]
+    # Silver rows carry their source LSN, which leads to the bronze commit that landed it.
+    for row in spark.table(silver.current_table).select("_hub_lsn").collect():
+        answer = http.get("/v1/lineage/positions", params={"lsn": row["_hub_lsn"]})
+        assert answer.status_code == 200, answer.text
+        assert silver.current_table in _tables(answer.json())
+
+    for event in events:
+        assert event.value is not None and event.key is not None
+        answer = http.get("/v1/lineage/positions", params={"lsn": event.value["source"]["lsn"]})
+        assert answer.status_code == 200, answer.text
+        tables = _tables(answer.json())
+        assert {bronze, silver.history_table, silver.current_table, dimension} <= set(tables)
+        first = min(tables[dimension])
+        members = spark.sql(
+            f"SELECT id, name, country, is_current FROM {dimension} VERSION AS OF {first}"
+        ).collect()
+        key = event.key["id"]
+        if event.value["op"] == "d":
+            assert not [m for m in members if m["id"] == key and m["is_current"]], event
+        else:
+            after = event.value["after"]
+            wanted = (after["id"], after["name"], after["country"])
+            assert wanted in {(m["id"], m["name"], m["country"]) for m in members}, event
+
+
+def test_a_cdc_run_traces_rows_to_lsns_and_lsns_to_gold_versions_after_a_replay(
+    spark: SparkSession,
+    loader_settings: LoaderSettings,
+    kafka_bootstrap: str,
+    postgres_database: str,
+    tmp_path: Path,
+) -> None:
+    dsn = libpq_url(postgres_database)
+    _execute(
+        dsn,
+        "CREATE TABLE customers (id bigint PRIMARY KEY, name text, country text)",
+        "INSERT INTO customers VALUES (1, 'Ann', 'DE'), (2, 'Bo', 'SE')",
+    )
+    cdc = CdcEnvironment(tmp_path, kafka_bootstrap)
+    name = f"lin{cdc.suffix}"
+    topic = f"cdc.{name}.public.customers"
+    bronze = f"bronze.{topic.replace('.', '_')}"
+    spec = ChangelogSpec(bronze, bronze.replace("bronze.", "silver.", 1), ("id",))
+    dimension = f"gold.dim_customer_{cdc.suffix}"
+    model = tmp_path / "model.yaml"
+    model.write_text(
+        yaml.safe_dump(
+            {
+                "dimensions": [
+                    {"name": f"customer_{cdc.suffix}", "source": topic, "business_key": ["id"],
+                     "attributes": ["name", "country"]},
+                ]
+            }
+        )
+    )  # fmt: skip
+    warehouse = Path(str(loader_settings.warehouse_dir))
+    checkpoints = tmp_path / "checkpoints"
+    # The connector registers its schemas in this API's database; the API reads the loader's
+    # tables for lineage, and the loader reads writer schemas from it.
+    with (
+        serve_api(
+            database_url=cdc.registry_url,
+            bootstrap_servers=kafka_bootstrap,
+            api={"lineage_warehouse_dir": warehouse},
+        ) as url,
+        httpx.Client(
+            base_url=url, headers=bearer(create_key(cdc.registry_url, team=None)), timeout=60
+        ) as http,
+        cdc.running(cdc.connector_file(name, dsn, ["public.customers"]), dsn),
+    ):
+        settings = loader_settings.model_copy(
+            update={
+                "registry_url": url,
+                "checkpoint_dir": checkpoints,
+                "topic_pattern": re.escape(topic),
+                "schema_refresh_seconds": 0.0,
+            }
+        )
+
+        def land_and_build() -> None:
+            land_once(spark, settings, KafkaSettings(bootstrap_servers=kafka_bootstrap))
+            build_model(spark, settings, model).raise_first()
+
+        wait_for(lambda: len(_changes(cdc, topic)) == 2, timeout_s=90, what="the snapshot")
+        _execute(
+            dsn,
+            "INSERT INTO customers VALUES (3, 'Cy', 'FR')",
+            "UPDATE customers SET country = 'FR' WHERE id = 1",
+        )
+        wait_for(lambda: len(_changes(cdc, topic)) == 4, timeout_s=60, what="the first changes")
+        land_and_build()
+        _execute(
+            dsn,
+            "UPDATE customers SET name = 'Bob' WHERE id = 2",
+            "DELETE FROM customers WHERE id = 3",
+            "INSERT INTO customers VALUES (4, 'Di', 'NO')",
+        )
+        wait_for(lambda: len(_changes(cdc, topic)) == 7, timeout_s=60, what="the next changes")
+        land_and_build()
+        events = _changes(cdc, topic)
+        assert [e.value["op"] for e in events if e.value] == ["r", "r", "c", "u", "u", "d", "c"]
+        _assert_traces(spark, http, events, bronze=bronze, silver=spec, dimension=dimension)
+
+        engine = _index(tmp_path)
+        sync = LineageSync(engine, warehouse, min_interval_s=0)
+        sync.sync()
+        tables = (bronze, spec.history_table, spec.current_table, dimension)
+        before = {t: _commits(engine, t) for t in tables}
+        assert _entries(engine, bronze) == [0, 1]
+        kinds = _kinds(engine, dimension)
+        assert kinds and set(kinds) == {"gold"}
+
+        # The loader is killed after its Delta commits and before its checkpoints' commits:
+        # the rerun replays both batches, and nothing is landed or recorded twice.
+        _replay_last_batch(checkpoints / "hub-bronze")
+        _replay_last_batch(checkpoints / f"hub-silver-{spec.silver_prefix.split('.')[-1]}")
+        land_and_build()
+        sync.sync()
+        assert {t: _commits(engine, t) for t in tables} == before
+        _assert_traces(spark, http, events, bronze=bronze, silver=spec, dimension=dimension)
+    cdc.close()
+
+
+def _commits(engine: Engine, table: str) -> list[int]:
+    """The versions of the table's indexed ledger entries."""
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(LineageCommitRow.version).where(LineageCommitRow.table_name == table)
+        ).all()
+    return sorted(r[0] for r in rows)
+
+
+def _kinds(engine: Engine, table: str) -> list[str]:
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(LineageCommitRow.kind).where(LineageCommitRow.table_name == table)
+        ).all()
+    return [r[0] for r in rows]

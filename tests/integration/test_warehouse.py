@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
     DecimalType,
@@ -22,7 +23,9 @@ from pyspark.sql.types import (
 from typer.testing import CliRunner
 
 from hub_cli.main import app
+from hub_core.ledger import LedgerEntry, LedgerKind, TableRead, decode
 from hub_core.naming import TopicName, table_suffix
+from spark_loaders.lineage import USER_METADATA_CONF
 from spark_loaders.silver.changes import ChangelogSpec
 from spark_loaders.silver.loader import SilverLoader
 from spark_loaders.warehouse import WarehouseBuilder, parse_model
@@ -261,3 +264,62 @@ def test_a_table_that_fails_stops_neither_other_models_nor_the_tables_not_depend
     their_fact = f"order_id, {theirs.domain}_customer_key, {theirs.domain}_product_key, amount"
     assert theirs.rows("orders", their_fact) == [("o1", 1, 1, Decimal("9.50"))]
     assert {s.state for s in statuses.list()} == {"built"}
+
+
+def _gold_entries(spark: SparkSession, table: str) -> dict[int, LedgerEntry | None]:
+    """Each commit of `table` and the ledger entry it carries."""
+    history = DeltaTable.forName(spark, table).history().select("version", "userMetadata")
+    return {row["version"]: decode(row["userMetadata"]) for row in history.collect()}
+
+
+def _version(spark: SparkSession, table: str) -> int:
+    return int(DeltaTable.forName(spark, table).history(1).head()["version"])  # type: ignore[index]
+
+
+def test_gold_commits_name_the_source_versions_they_read_and_an_unchanged_build_commits_none(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    shop = Shop(spark)
+    builder = WarehouseBuilder(spark, shop.model(), source="test.yaml")
+    history = f"silver.{shop.domain}_customers_history"
+    bronze = f"bronze.{shop.domain}_orders"
+    customers, facts = f"gold.dim_{shop.domain}_customer", f"gold.fact_{shop.domain}_orders"
+    shop.change("customers", "c", 100, {"customer_id": 1, "name": "Ann", "country": "DE"})
+    shop.change("products", "c", 100, {"sku": "A", "name": "Apple"})
+    shop.order("o1", 1, "A", 150)
+    builder.build()
+    first_history, first_bronze = _version(spark, history), _version(spark, bronze)
+
+    # Every commit of the build carries the entry; the versions named are the ones read.
+    # A new dimension's first commit holds only its unknown member, read from no source.
+    dim_entries = _gold_entries(spark, customers)
+    assert dim_entries[0] is None
+    assert {e for e in dim_entries.values() if e is not None} == {
+        LedgerEntry(LedgerKind.GOLD, reads=(TableRead(history, 0, first_history),))
+    }
+    fact_entry = LedgerEntry(LedgerKind.GOLD, reads=(TableRead(bronze, 0, first_bronze),))
+    assert set(_gold_entries(spark, facts).values()) == {fact_entry}
+
+    # Nothing changed: no commit, so no entry.
+    built = (_version(spark, customers), _version(spark, facts))
+    builder.build()
+    assert (_version(spark, customers), _version(spark, facts)) == built, [
+        (r["version"], r["operation"], r["operationMetrics"])
+        for t in (customers, facts)
+        for r in DeltaTable.forName(spark, t).history().collect()
+    ]
+
+    # The next entries start after the versions the previous ones read, also for a builder
+    # that starts over (a restarted loader), which finds them in the tables' history.
+    shop.change("customers", "u", 200, {"customer_id": 1, "name": "Ann", "country": "FR"})
+    shop.order("o2", 1, "A", 250)
+    WarehouseBuilder(spark, shop.model(), source="test.yaml").build()
+    newest = _gold_entries(spark, customers)[_version(spark, customers)]
+    assert newest == LedgerEntry(
+        LedgerKind.GOLD, reads=(TableRead(history, first_history + 1, _version(spark, history)),)
+    )
+    assert _gold_entries(spark, facts)[_version(spark, facts)] == LedgerEntry(
+        LedgerKind.GOLD, reads=(TableRead(bronze, first_bronze + 1, _version(spark, bronze)),)
+    )
+    # The ledger entry stays with the builder's own session.
+    assert spark.conf.get(USER_METADATA_CONF, None) is None

@@ -85,3 +85,27 @@ def test_an_offset_a_request_and_an_lsn_each_lead_to_their_bronze_and_silver_ver
     assert [(v.table, v.version, v.kind) for v in downstream] == [(HISTORY, 2, "silver")]
     assert store.bronze_holding(table=BRONZE, partition=1, offset=7) == []
     assert store.topic_of(BRONZE) == TOPIC
+
+
+def test_a_position_leads_through_silver_to_the_first_gold_version_built_from_it(
+    hub_engine: Engine, warehouse: Path
+) -> None:
+    dimension = warehouse / "gold.db" / "dim_order"
+    write_commit(dimension, 0, None, operation="CREATE TABLE AS SELECT")  # the unknown member
+    # Built from history 0..1, then (after history 2 landed) from 2 alone.
+    for version, first, last in ((1, 0, 1), (2, 2, 2)):
+        entry = LedgerEntry(LedgerKind.GOLD, reads=(TableRead(HISTORY, first, last),))
+        write_commit(dimension, version, entry, operation="MERGE")
+    LineageSync(hub_engine, warehouse, min_interval_s=0).sync()
+    store = LineageStore(hub_engine)
+
+    (first_batch,) = store.bronze_by_lsn(120)
+    (second_batch,) = store.bronze_by_lsn(160)
+
+    assert [
+        (v.table, v.version, v.kind)
+        for v in store.downstream([(first_batch.table, first_batch.version)])
+    ] == [("gold.dim_order", 1, "gold"), (HISTORY, 1, "silver")]
+    assert [
+        (v.table, v.version) for v in store.downstream([(second_batch.table, second_batch.version)])
+    ] == [("gold.dim_order", 2), (HISTORY, 2)]

@@ -1,0 +1,130 @@
+"""What a gold table's build reads, pinned to versions, and the ledger entry that names them.
+
+Before a gold table is built, the current version of each of its source tables (silver history
+for a dimension, bronze for a fact) is pinned, and the build reads exactly those versions
+(`VERSION AS OF`): the silver streams and the bronze loader keep committing meanwhile, and the
+versions the commit's ledger entry names must be the ones whose data it holds.
+
+An entry's range of a source starts after the version the table's previous entry read (0 for
+the first), so that a forward query, which asks for the commits whose range holds a source
+version, reaches the first gold version built from a snapshot at or after it (ADR 0041).
+
+The build runs on a session of its own (`gold_session`): the ledger entry is set as a session
+conf around the build's MERGEs, and a stream started from the loader's shared session while it
+was set would take it along (a query clones its session's conf when it starts).
+"""
+
+from collections.abc import Iterable, Mapping
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from hub_core.ledger import LedgerEntry, LedgerKind, TableRead, decode
+from spark_loaders.lineage import USER_METADATA_CONF
+
+
+def gold_session(spark: SparkSession) -> SparkSession:
+    """A session for warehouse builds: `spark`'s context, catalog and extensions (Delta, the
+    metastore), and its settings (`follow_conf`)."""
+    session = spark.newSession()
+    follow_conf(spark, session)
+    return session
+
+
+def follow_conf(spark: SparkSession, session: SparkSession) -> None:
+    """Copy to `session` the settings `spark` has changed at run time (`lock_down`'s, silver's
+    schema evolution), which a new session does not inherit; never a ledger entry. The static
+    ones (Delta's extension and catalog, the metastore) come from the shared context."""
+    for key, value in spark.conf.getAll.items():
+        if key != USER_METADATA_CONF and spark.conf.isModifiable(key):
+            session.conf.set(key, value)
+
+
+def current_version(spark: SparkSession, table: str) -> int | None:
+    """The newest version of Delta table `table`, None when it does not exist."""
+    if not spark.catalog.tableExists(table):
+        return None
+    newest = DeltaTable.forName(spark, table).history(1).select("version").head()
+    return None if newest is None else int(newest[0])
+
+
+class Snapshots:
+    """The source tables of the gold table being built, each at its pinned version."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+        self._pinned: dict[str, int] = {}
+
+    def pin(self, tables: Iterable[str]) -> dict[str, int]:
+        """Pin the current version of each of `tables` that exists; returns them."""
+        pinned = {}
+        for table in dict.fromkeys(tables):
+            version = current_version(self._spark, table)
+            if version is not None:
+                pinned[table] = version
+        self._pinned = pinned
+        return dict(pinned)
+
+    def read(self, table: str) -> DataFrame:
+        """`table` at its pinned version (its current one when not pinned)."""
+        version = self._pinned.get(table)
+        if version is None:
+            return self._spark.table(table)
+        # Hub table names are checked identifiers (`hub_core.naming`), never user text.
+        return self._spark.sql(f"SELECT * FROM {table} VERSION AS OF {version}")
+
+
+class GoldLedger:
+    """The ledger entries of one builder's gold tables: which source versions each read."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+        # (gold table, source table) -> the source version its newest entry read
+        self._last: dict[tuple[str, str], int] = {}
+        self._loaded: set[str] = set()
+
+    def entry(self, table: str, pinned: Mapping[str, int]) -> LedgerEntry:
+        """The entry of a commit of `table` built from the `pinned` source versions."""
+        reads = []
+        for source, version in sorted(pinned.items()):
+            previous = self._previous(table, source)
+            # A build repeated on an unchanged source can still commit (a dimension it keys
+            # changed): its range is then the version read alone.
+            first = 0 if previous is None else min(previous + 1, version)
+            reads.append(TableRead(source, first, version))
+        return LedgerEntry(LedgerKind.GOLD, reads=tuple(reads))
+
+    def committed(self, table: str, pinned: Mapping[str, int]) -> None:
+        """`table` committed an entry naming `pinned`: the next ranges start after them.
+
+        Only a build that committed moves the start: a build that changed nothing left no
+        entry, and the versions it read must still be in the next entry's range.
+        """
+        for source, version in pinned.items():
+            self._last[(table, source)] = version
+
+    def _previous(self, table: str, source: str) -> int | None:
+        if table not in self._loaded:
+            self._load(table)
+        return self._last.get((table, source))
+
+    def _load(self, table: str) -> None:
+        """What the table's newest entries read, from its history (a builder's first build)."""
+        self._loaded.add(table)
+        if not self._spark.catalog.tableExists(table):
+            return
+        history = (
+            DeltaTable.forName(self._spark, table)
+            .history()
+            .where(F.col("userMetadata").isNotNull())
+            .select("version", "userMetadata")
+            .orderBy(F.desc("version"))
+            .collect()
+        )
+        for commit in history:
+            entry = decode(commit["userMetadata"])
+            if entry is None or entry.kind is not LedgerKind.GOLD:
+                continue
+            for read in entry.reads:
+                self._last.setdefault((table, read.table), read.last)
