@@ -519,10 +519,11 @@ def customers(
     topic = unique_topic("shop")
     create_feed(api_url, shop, topic=topic, schema=ENVELOPE, owner="shop", partitions=1)
     latest = httpx.get(f"{api_url}/subjects/{topic}-value/versions/latest", timeout=30).json()
+    # LSNs no other test of the session uses: the warehouse, and so the lineage index, is shared.
     changes = [
-        _change("c", 1, "ann", lsn=100, tx=1),
-        _change("c", 2, "bob", lsn=110, tx=1),
-        _change("u", 1, "anne", lsn=120, tx=2),
+        _change("c", 1, "ann", lsn=9100, tx=1),
+        _change("c", 2, "bob", lsn=9110, tx=1),
+        _change("u", 1, "anne", lsn=9120, tx=2),
     ]
     produce_avro(kafka_bootstrap, topic, latest["id"], ENVELOPE, changes)
     settings = items[1].model_copy(
@@ -604,17 +605,17 @@ def test_lineage_page_traces_rows_by_position_and_key_and_source_positions(
     expect(page.get_by_role("heading", name=f"{current} row id=1")).to_be_visible()
     facts = _facts(page)
     assert (facts["Topic"], facts["Offset"]) == (customers, "2")  # the update, not the create
-    assert (facts["Source LSN"], facts["Transaction id"]) == ("120", "2")
+    assert (facts["Source LSN"], facts["Transaction id"]) == ("9120", "2")
     tables = {(v[0], v[2]) for v in _versions(page)}
     assert {(f"bronze.{customers.replace('.', '_')}", "bronze"), (current, "silver")} <= tables
     page.locator("#answer").evaluate("heading => heading.scrollIntoView()")
     _shot(page, tmp_path, "lineage")
 
     # A source position: the LSN leads to the same versions.
-    page.get_by_role("link", name="120", exact=True).click()
-    expect(page.get_by_role("heading", name="Source LSN 120")).to_be_visible()
+    page.get_by_role("link", name="9120", exact=True).click()
+    expect(page.get_by_role("heading", name="Source LSN 9120")).to_be_visible()
     commits = page.locator("table", has=page.get_by_role("columnheader", name="Source LSNs"))
-    expect(commits).to_contain_text("100\u2013120")  # an en dash
+    expect(commits).to_contain_text("9100\u20139120")  # an en dash
     assert {(v[0], v[2]) for v in _versions(page)} == tables
     _shot(page, tmp_path, "lineage-position")
 
@@ -637,7 +638,7 @@ def test_lineage_page_traces_rows_by_position_and_key_and_source_positions(
     try:
         rival_page = _sign_in(other, url, rival)
         for query in (f"table={current}&key=id%3D1", f"table={bronze}&partition=0&offset=0",
-                      f"topic={topic}&partition=0&offset=0", "lsn=120"):  # fmt: skip
+                      f"topic={topic}&partition=0&offset=0", "lsn=9120"):  # fmt: skip
             rival_page.goto(f"{url}/console/lineage?{query}")
             expect(rival_page.get_by_role("alert")).to_contain_text("40301")
             expect(rival_page.get_by_role("heading", name="Table versions holding it")
@@ -664,7 +665,7 @@ def test_api_and_cli_trace_a_silver_row_by_key_through_the_running_loader(
     assert (body["topic"], body["offset"], body["lsn"], body["key"]) == (
         customers,
         1,
-        110,
+        9110,
         {"id": 2},
     )
     wrong = httpx.get(f"{url}/v1/lineage/rows", params={"table": current, "key": "id=two"},
@@ -675,8 +676,8 @@ def test_api_and_cli_trace_a_silver_row_by_key_through_the_running_loader(
     traced = hub("lineage", "row", current, "--row-key", "id=1", "--api", url, "--key", shop)
     assert traced.returncode == 0, traced.stderr
     found = json.loads(traced.stdout)
-    assert (found["table"], found["offset"], found["lsn"], found["tx_id"]) == (current, 2, 120, 2)
+    assert (found["table"], found["offset"], found["lsn"], found["tx_id"]) == (current, 2, 9120, 2)
     refused = hub("lineage", "row", current, "--row-key", "id=1", "--api", url, "--key", rival)
     assert refused.returncode != 0
     assert "40301" in refused.stderr + refused.stdout
-    assert "120" not in refused.stdout
+    assert "9120" not in refused.stdout
