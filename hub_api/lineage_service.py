@@ -27,6 +27,7 @@ from hub_api.loader_client import LoaderClient, LoaderNotConfigured
 from hub_core.errors import HubError
 from hub_kafka.reader import RawRecord, TopicReader
 from publish.feeds import FeedService
+from publish.publisher import IDEMPOTENCY_HEADER, REQUEST_ID_HEADER
 from registry.serde import decode
 from registry.service import RegistryService
 from registry.types import SchemaId
@@ -40,8 +41,6 @@ _SILVER_TABLE = re.compile(r"silver\.([A-Za-z0-9_]{1,240})_(current|history)")
 _KEY_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _MAX_KEY_COLUMNS = 8
 _MAX_KEY_CHARS = 1024
-_REQUEST_HEADER = "hub.request-id"
-_IDEMPOTENCY_HEADER = "hub.idempotency-key"
 
 
 @dataclass(frozen=True)
@@ -226,10 +225,10 @@ def _record_facts(record: RawRecord, registry: RegistryService) -> dict[str, Any
     """Schema id, request id, idempotency key, LSN and transaction id of a Kafka record."""
     headers = dict(record.headers)
     facts: dict[str, Any] = {}
-    if _REQUEST_HEADER in headers:
-        facts["request_id"] = headers[_REQUEST_HEADER].decode("utf-8", errors="replace")
-    if _IDEMPOTENCY_HEADER in headers:
-        marker = headers[_IDEMPOTENCY_HEADER].decode("utf-8", errors="replace")
+    if REQUEST_ID_HEADER in headers:
+        facts["request_id"] = headers[REQUEST_ID_HEADER].decode("utf-8", errors="replace")
+    if IDEMPOTENCY_HEADER in headers:
+        marker = headers[IDEMPOTENCY_HEADER].decode("utf-8", errors="replace")
         facts["idempotency_key"] = marker.rsplit(":", 1)[0]
     value = record.value
     if value is None or len(value) < HEADER_SIZE or value[0] != MAGIC_BYTE:
