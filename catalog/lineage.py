@@ -105,26 +105,32 @@ class LineageStore:
         return [_hit(row) for row in rows]
 
     def bronze_by_request(self, request_id: str) -> list[BronzeHit]:
-        """Bronze commits holding records of publish request `request_id`."""
+        """Bronze commits holding records of publish request `request_id`.
+
+        A span names the commit whose offsets hold it, found by its offsets: it is usually
+        recorded in that same commit, but may come in a commit of its own just after
+        (`spark_loaders.bronze`, "_record_requests").
+        """
         query = (
             select(LineageRequestRow, LineageOffsetRow)
             .join(
                 LineageOffsetRow,
                 and_(
                     LineageOffsetRow.table_name == LineageRequestRow.table_name,
-                    LineageOffsetRow.version == LineageRequestRow.version,
                     LineageOffsetRow.partition == LineageRequestRow.partition,
+                    LineageOffsetRow.first_offset <= LineageRequestRow.first_offset,
+                    LineageOffsetRow.last_offset >= LineageRequestRow.first_offset,
                 ),
             )
             .where(LineageRequestRow.request_id == request_id)
-            .order_by(LineageRequestRow.version)
+            .order_by(LineageOffsetRow.version, LineageRequestRow.first_offset)
         )
         with transaction(self._sessions) as session:
             pairs = session.execute(query).all()
-        return [
-            BronzeHit(
+        hits = {
+            (offsets.version, request.partition, request.first_offset): BronzeHit(
                 request.table_name,
-                request.version,
+                offsets.version,
                 offsets.topic,
                 request.partition,
                 request.first_offset,
@@ -133,7 +139,8 @@ class LineageStore:
                 None,
             )
             for request, offsets in pairs
-        ]
+        }
+        return list(hits.values())
 
     def commit(self, table: str, version: int) -> TableVersion | None:
         with transaction(self._sessions) as session:

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from pyspark.sql import Column, DataFrame, Row, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
@@ -34,17 +34,18 @@ from hub_kafka.settings import KafkaSettings
 from registry.types import SchemaId
 from spark_loaders import storage
 from spark_loaders.comments import TableComments, with_comments
-from spark_loaders.decode import decode_topic, with_schema_id
+from spark_loaders.decode import decode_subject, decode_topic, observed, with_schema_id
 from spark_loaders.errors import RegistryUnavailable
 from spark_loaders.feed_status import FeedStatusBook
 from spark_loaders.isolation import FailureKind, as_transient, classify, describe
 from spark_loaders.kafka_access import check_kafka_access
 from spark_loaders.lineage import bronze_entry, commit_metadata, request_spans, source_positions
 from spark_loaders.metrics import LOADER_METRICS
+from spark_loaders.offset_log import kafka_ranges, record_ranges
 from spark_loaders.openlineage import run_events
 from spark_loaders.quarantine import QuarantineReason, quarantine_rows, quarantine_table
 from spark_loaders.reprocess import SwapRequests, insert_missing
-from spark_loaders.schemas import REGISTRY_BACKOFF, RegistryClient
+from spark_loaders.schemas import REGISTRY_BACKOFF, LatestSchema, RegistryClient
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.storage import Location
 from spark_loaders.tables import PARTITION_COLUMN, DeltaTables
@@ -87,6 +88,11 @@ class BronzeLoader:
         self._swaps = SwapRequests(settings.state_dir)
         self._events = run_events(settings, kafka)
         self.statuses = FeedStatusBook.in_checkpoints(settings.state_dir)
+        # Topics whose last batch carried publish request ids: their spans are gathered
+        # before the write, to go in the same commit (`_record_requests` otherwise).
+        self._published: set[str] = set()
+        # Change feeds: their batches are read twice (source positions, then the write).
+        self._change_feeds: set[str] = set()
 
     def start(self, *, available_now: bool = False) -> StreamingQuery:
         """Start the query; it runs until stopped, or with `available_now` until caught up."""
@@ -139,71 +145,45 @@ class BronzeLoader:
         )
         for table in merge_through:
             self._comments.forget(table)
-        batch = with_schema_id(batch).persist()
+        batch = with_schema_id(batch)
+        # The batch's topics and offsets come from the checkpoint, so each topic's write is
+        # planned without a job over the records. Only a batch reading a partition that
+        # appeared since the previous one needs that job.
+        ranges = kafka_ranges(self._spark, self._checkpoint, batch_id)
+        if ranges is None:
+            batch = batch.persist()
+            ranges = record_ranges(batch)
+        topics = sorted(ranges)
+        ahead = [t for t in topics if t in self._published]
+        # Read more than once (several topics, request spans gathered before the write, the
+        # source positions of change events), the batch is cached by the first job reading it.
+        if len(topics) > 1 or ahead or any(t in self._change_feeds for t in topics):
+            batch = batch.persist()
         try:
-            # One job tells which topics and writer schemas the batch holds, and how many
-            # records of each; it also fills the cache the topics' writes read. Undecodable
-            # payloads are counted while bronze is written (`DecodedTopic.undecodable_count`).
-            # The same job gives each partition's offsets and whether any record came from
-            # a publish request: what the lineage ledger entry of the topic's commit needs.
-            pairs = (
-                batch.groupBy("topic", "partition", "_hub_schema_id")
-                .agg(
-                    F.count(F.lit(1)).alias("count"),
-                    F.min("offset").alias("first"),
-                    F.max("offset").alias("last"),
-                    F.count("_hub_request_id").alias("requests"),
-                )
-                .collect()
-            )
-            by_topic: dict[str, set[SchemaId]] = {}
-            unframed: set[str] = set()
-            # topic -> writer schema id (None: not Confluent-framed) -> records in the batch
-            counts: dict[str, dict[SchemaId | None, int]] = {}
-            offsets: dict[str, _TopicOffsets] = {}
-            for row in pairs:
-                ids = by_topic.setdefault(row["topic"], set())
-                by_id = counts.setdefault(row["topic"], {})
-                by_id[row["_hub_schema_id"]] = by_id.get(row["_hub_schema_id"], 0) + row["count"]
-                offsets.setdefault(row["topic"], _TopicOffsets()).add(row)
-                if row["_hub_schema_id"] is None:
-                    unframed.add(row["topic"])
-                else:
-                    ids.add(SchemaId(row["_hub_schema_id"]))
-            if any(topic_offsets.requests for topic_offsets in offsets.values()):
-                # One job for every topic's publish request spans, not one per topic.
-                for span in request_spans(batch):
-                    offsets[span["topic"]].spans.append(span)
-            ingested_at = F.current_timestamp()
+            spans: dict[str, list[Row]] = {topic: [] for topic in ahead}
+            if ahead:
+                # One job for the publish request spans of every topic expected to have some.
+                for span in request_spans(batch.where(F.col("topic").isin(ahead))):
+                    spans[span["topic"]].append(span)
             landed: list[str] = []
-            topics = sorted(by_topic)
+            ingested_at = F.current_timestamp()
             run = self._events.run(
                 QUERY_NAME, topics=topics, tables=[bronze_table(TopicName(t)) for t in topics]
             )
             with run if topics else contextlib.nullcontext():
                 for topic in topics:
                     table = bronze_table(TopicName(topic))
-                    merge = batch_id <= merge_through.get(table, -1)
                     records = batch.where(F.col("topic") == topic)
                     land = functools.partial(
                         self._land_topic,
                         records,
                         topic,
-                        by_topic[topic],
-                        unframed=topic in unframed,
-                        batch_id=batch_id,
+                        _TopicBatch(batch_id, ranges[topic], spans.get(topic)),
                         ingested_at=ingested_at,
-                        merge=merge,
-                        counts=counts[topic],
-                        offsets=offsets[topic],
+                        merge=batch_id <= merge_through.get(table, -1),
                     )
                     outcome = self._land_contained(
-                        land,
-                        records,
-                        topic,
-                        batch_id=batch_id,
-                        ingested_at=ingested_at,
-                        total=sum(counts[topic].values()),
+                        land, records, topic, batch_id=batch_id, ingested_at=ingested_at
                     )
                     landed.append(f"{table} <- {outcome}")
             if landed:
@@ -221,10 +201,9 @@ class BronzeLoader:
         *,
         batch_id: int,
         ingested_at: Column,
-        total: int,
     ) -> str:
-        """`land(progress=...)` (`_land_topic` for one topic's `total` records), with the
-        topic's own failures kept to the topic.
+        """`land(progress=...)` (`_land_topic` for one topic's records), with the topic's own
+        failures kept to the topic.
 
         Dependency failures are retried (`LANDING_BACKOFF`) and then raised: the batch fails
         and is redone from the checkpoint. A failure of the loader itself is raised as is.
@@ -251,12 +230,7 @@ class BronzeLoader:
         except Exception as error:
             if classify(error) is not FailureKind.FEED:
                 raise
-            note = self._set_aside(records, topic, error, batch_id, ingested_at, progress)
-            if progress.quarantined_whole:
-                LOADER_METRICS.quarantined(
-                    bronze_table(TopicName(topic)), {QuarantineReason.LANDING_FAILED.value: total}
-                )
-            return f"{total} records: {note}"
+            return self._set_aside(records, topic, error, batch_id, ingested_at, progress)
         self.statuses.landing(topic, batch_id=batch_id)
         return note
 
@@ -283,11 +257,12 @@ class BronzeLoader:
             f"cause, then run `hub load replay {topic}`"
         )
         if not progress.bronze_written:
+            counted = Observation()
             try:
                 self._tables.append(
-                    quarantine_rows(records, reason, message).withColumn(
-                        "_hub_ingested_at", ingested_at
-                    ),
+                    quarantine_rows(records, reason, message)
+                    .withColumn("_hub_ingested_at", ingested_at)
+                    .observe(counted, F.count(F.lit(1)).alias("records")),
                     quarantine_table(topic),
                     app_id=f"{self._txn_app_id}:{quarantine_table(topic)}",
                     version=batch_id,
@@ -302,7 +277,11 @@ class BronzeLoader:
                     message=message,
                 )
                 log.error("feed %s quarantined whole in batch %d: %s", topic, batch_id, message)
-                return f"0 landed, all quarantined whole ({reason.value})"
+                # Not counted when Delta held the write already (a batch redone).
+                total = observed(counted, "records") or 0
+                table = bronze_table(TopicName(topic))
+                LOADER_METRICS.quarantined(table, {reason.value: total})
+                return f"{total} records: 0 landed, all quarantined whole ({reason.value})"
             except Exception as second:
                 if classify(second) is not FailureKind.FEED:
                     raise
@@ -336,113 +315,169 @@ class BronzeLoader:
         self,
         records: DataFrame,
         topic: str,
-        schema_ids: set[SchemaId],
+        batch: "_TopicBatch",
         *,
-        unframed: bool,
-        batch_id: int,
         ingested_at: Column,
         merge: bool,
-        counts: dict[SchemaId | None, int],
-        offsets: "_TopicOffsets",
         progress: _Progress,
     ) -> str:
         """Land one topic's records of a batch; returns a note for the batch's log line.
 
-        The note says how many records landed and how many went to quarantine, from the counts
-        of the batch's first job (records per writer id) and of the bronze write (undecodable
-        payloads): no Spark job runs just to tell them.
+        The records of the subject's own writers are decoded and written by one job, which
+        also counts what the note and the metrics need (`SubjectDecode`). Records of other
+        writers, undecodable payloads and request spans not gathered ahead each take a job
+        more, run only when that job's counts say there are some, or when no count came
+        because Delta already held the write (a batch redone after a crash).
         """
         table = bronze_table(TopicName(topic))
-        decoded = decode_topic(
-            records,
-            subject=value_subject(TopicName(topic)),
-            schema_ids=schema_ids,
-            unframed=unframed,
-            registry=self._registry,
+        decoded = decode_subject(
+            records, subject=value_subject(TopicName(topic)), registry=self._registry
         )
-        quarantined = list(decoded.known_rejected)
-        check_empty = False
-        total = sum(counts.values())
-        # Unframed records and writers the driver refused (unknown, unresolvable) never decode;
-        # quarantined records by reason code, and records landed, also go to the metrics.
-        reasons: Counter[str] = Counter()
-        for key, reason in decoded.rejected.items():
-            reasons[reason.value] += counts[key]
-        rejected = reasons.total()
-        note = landing_note(total, rejected)
-        landed = 0
+        landing = _Landing(topic, table, batch, ingested_at, merge)
+        counts = None
         if decoded.landed is not None:
-            reader = decoded.reader.text if decoded.reader else None
-            rows = with_comments(
-                decoded.landed.withColumn("_hub_ingested_at", ingested_at).withColumn(
-                    PARTITION_COLUMN, F.to_date(ingested_at)
-                ),
-                reader,
-            )
-            refused = self._tables.evolve(table, rows.schema)
-            if refused:
-                message = "; ".join(change.describe() for change in refused) + (
-                    ". Rebuild the table with `hub load reprocess`, then `hub load replay`."
-                )
-                assert decoded.decodable is not None
-                quarantined.append(
-                    quarantine_rows(
-                        decoded.decodable, QuarantineReason.TYPE_CHANGE_UNSUPPORTED, message
-                    )
-                )
-                note = landing_note(
-                    total, total, why=f"{QuarantineReason.TYPE_CHANGE_UNSUPPORTED}: {message}"
-                )
-                reasons[QuarantineReason.TYPE_CHANGE_UNSUPPORTED.value] += total - rejected
-            else:
-                metadata = self._ledger_entry(topic, batch_id, offsets, rows)
-                self._write(rows, table, batch_id, merge=merge, metadata=metadata)
+            assert decoded.decodable is not None and decoded.undecodable is not None
+            if self._land_rows(landing, decoded.landed, decoded.reader, decoded.decodable):
                 progress.bronze_written = True
-                self._apply_comments(table, reader)
-                bad = decoded.undecodable_count()
-                if decoded.undecodable is not None and bad != 0:
-                    quarantined.append(decoded.undecodable)
-                    check_empty = bad is None and not decoded.known_rejected
-                note = landing_note(total, rejected + (bad or 0), unsure=bad is None)
-                if bad is not None:  # else Delta held the batch already: nothing landed now
-                    landed = total - rejected - bad
-                    reasons[QuarantineReason.PAYLOAD_UNDECODABLE.value] += bad
-        if quarantined:
-            rows = quarantined[0]
-            for more in quarantined[1:]:
+                counts = decoded.counts()
+                if counts is None or counts.undecodable:
+                    landing.quarantine(decoded.undecodable, maybe_empty=counts is None)
+                if counts is not None:
+                    landing.landed += counts.total - counts.others - counts.undecodable
+                    landing.reasons[QuarantineReason.PAYLOAD_UNDECODABLE.value] += (
+                        counts.undecodable
+                    )
+        others = counts is None or counts.others > 0
+        if others and self._land_others(landing, decoded.others, topic):
+            progress.bronze_written = True
+        if counts is not None and counts.requests == 0:
+            self._published.discard(topic)
+        elif batch.spans is None and progress.bronze_written:
+            # Records carrying request ids where the previous batch had none, or not known.
+            self._record_requests(landing, records, topic)
+        if landing.quarantined:
+            rows = landing.quarantined[0]
+            for more in landing.quarantined[1:]:
                 rows = rows.unionByName(more)
-            if not (check_empty and rows.isEmpty()):
+            if not (landing.maybe_empty and rows.isEmpty()):
                 self._tables.append(
                     rows.withColumn("_hub_ingested_at", ingested_at),
                     quarantine_table(topic),
                     app_id=f"{self._txn_app_id}:{quarantine_table(topic)}",
-                    version=batch_id,
+                    version=batch.batch_id,
                     partitioned=False,
                 )
-        LOADER_METRICS.landed(table, landed)
-        LOADER_METRICS.quarantined(table, reasons)
-        return note
+        LOADER_METRICS.landed(table, landing.landed)
+        LOADER_METRICS.quarantined(table, landing.reasons)
+        return landing.note(redone=progress.bronze_written and counts is None)
 
-    def _ledger_entry(
+    def _land_rows(
         self,
-        topic: str,
-        batch_id: int,
-        offsets: "_TopicOffsets",
-        rows: DataFrame,
-    ) -> str | None:
+        landing: "_Landing",
+        decoded: DataFrame,
+        reader: LatestSchema | None,
+        raw: DataFrame,
+        *,
+        part: str = "",
+    ) -> bool:
+        """Append decoded rows to the topic's bronze table; False when the table cannot take
+        their columns, and `raw` (the records they were decoded from) goes to quarantine.
+
+        `part` names a second append of the same batch (records of other writers), with an
+        app id of its own so that each append is idempotent by itself.
+        """
+        text = reader.text if reader else None
+        rows = with_comments(
+            decoded.withColumn("_hub_ingested_at", landing.ingested_at).withColumn(
+                PARTITION_COLUMN, F.to_date(landing.ingested_at)
+            ),
+            text,
+        )
+        refused = self._tables.evolve(landing.table, rows.schema)
+        if refused:
+            reason = QuarantineReason.TYPE_CHANGE_UNSUPPORTED
+            message = "; ".join(change.describe() for change in refused) + (
+                ". Rebuild the table with `hub load reprocess`, then `hub load replay`."
+            )
+            rejected = quarantine_rows(raw, reason, message)
+            landing.quarantine(rejected)
+            # Counted by a job of its own: a refused change is rare, and stops the topic.
+            landing.reasons[reason.value] += rejected.count()
+            landing.why = f"{reason}: {message}"
+            return False
+        metadata = self._ledger_entry(landing, rows)
+        self._write(rows, landing, metadata=metadata, part=part)
+        self._apply_comments(landing.table, text)
+        return True
+
+    def _land_others(self, landing: "_Landing", others: DataFrame, topic: str) -> bool:
+        """The records not framed with a writer of the topic's subject: a writer registered
+        under another subject, an unknown or unresolvable one, or no frame at all. Returns
+        whether any landed in bronze."""
+        by_id = {
+            row["_hub_schema_id"]: row["count"]
+            for row in others.groupBy("_hub_schema_id").count().collect()
+        }
+        if not by_id:
+            return False
+        subject = value_subject(TopicName(topic))
+        ids = {SchemaId(i) for i in by_id if i is not None}
+        if ids:
+            self._registry.forget(subject)  # a version registered since the last read
+        decoded = decode_topic(
+            others, subject=subject, schema_ids=ids, unframed=None in by_id, registry=self._registry
+        )
+        for key, reason in decoded.rejected.items():
+            landing.reasons[reason.value] += by_id[key]
+        landing.quarantined.extend(decoded.known_rejected)
+        if decoded.landed is None:
+            return False
+        assert decoded.decodable is not None
+        if not self._land_rows(
+            landing, decoded.landed, decoded.reader, decoded.decodable, part="others"
+        ):
+            return False
+        bad = decoded.undecodable_count()
+        if decoded.undecodable is not None and bad != 0:
+            landing.quarantine(decoded.undecodable, maybe_empty=bad is None)
+        landing.landed += sum(by_id[i] for i in decoded.decoders) - (bad or 0)
+        landing.reasons[QuarantineReason.PAYLOAD_UNDECODABLE.value] += bad or 0
+        return True
+
+    def _record_requests(self, landing: "_Landing", records: DataFrame, topic: str) -> None:
+        """Record the publish request spans of a batch landed without them, in a commit of
+        their own: an empty append with an app id of its own, so it is made once however
+        often the batch is redone. The index finds the bronze version holding each span by
+        its offsets (`catalog.lineage`)."""
+        found = request_spans(records)
+        state = self._tables.state(landing.table)
+        if not found or state is None:
+            return
+        self._published.add(topic)
+        entry = bronze_entry(topic, landing.batch.batch_id, [], found).encode()
+        self._tables.append(
+            self._spark.read.format("delta").load(state.location).limit(0),
+            landing.table,
+            app_id=f"{self._txn_app_id}:{landing.table}:requests",
+            version=landing.batch.batch_id,
+            partitioned=True,
+            metadata=entry,
+        )
+
+    def _ledger_entry(self, landing: "_Landing", rows: DataFrame) -> str | None:
         """The lineage ledger entry of the topic's bronze commit. Lineage never keeps records
         from landing: should the entry fail to build, the commit carries none (logged)."""
+        batch = landing.batch
         try:
+            positions = source_positions(rows)
+            if positions:  # a change feed: its next batches are cached for this job
+                self._change_feeds.add(landing.topic)
             return bronze_entry(
-                topic,
-                batch_id,
-                offsets.ranges(),
-                offsets.spans,
-                source_positions(rows),
+                landing.topic, batch.batch_id, batch.offset_rows(), batch.spans or [], positions
             ).encode()
         except (TypeError, ValueError, KeyError):
-            log.warning("batch %d of %s lands without its lineage entry", batch_id, topic,
-                        exc_info=True)  # fmt: skip
+            log.warning("batch %d of %s lands without its lineage entry", batch.batch_id,
+                        landing.topic, exc_info=True)  # fmt: skip
             return None
 
     def _apply_comments(self, table: str, reader: str | None) -> None:
@@ -457,10 +492,11 @@ class BronzeLoader:
             log.warning("could not set the column comments of %s: %s", table, describe(error))
 
     def _write(
-        self, rows: DataFrame, table: str, batch_id: int, *, merge: bool, metadata: str | None
+        self, rows: DataFrame, landing: "_Landing", *, metadata: str | None, part: str = ""
     ) -> None:
+        table = landing.table
         state = self._tables.state(table)
-        if merge and state is not None:
+        if landing.merge and state is not None:
             # Just after a reprocessing swap: this batch may already be in the new location.
             with commit_metadata(rows.sparkSession, metadata):
                 insert_missing(self._spark, rows, state.location)
@@ -468,45 +504,63 @@ class BronzeLoader:
         self._tables.append(
             rows,
             table,
-            app_id=f"{self._txn_app_id}:{table}",
-            version=batch_id,
+            app_id=":".join((self._txn_app_id, table, part) if part else (self._txn_app_id, table)),
+            version=landing.batch.batch_id,
             partitioned=True,
             metadata=metadata,
         )
 
 
-@dataclass
-class _TopicOffsets:
-    """One topic's offsets in a batch, per partition, from the batch's first job."""
+@dataclass(frozen=True)
+class _TopicBatch:
+    """One topic's part of a batch: its offset ranges, and its publish request spans when
+    they were gathered before the write (None: they were not)."""
 
-    first: dict[int, int] = field(default_factory=dict)
-    last: dict[int, int] = field(default_factory=dict)
-    requests: int = 0  # records carrying a publish request id
-    # (partition, request_id, first, last) of those records, from one job for the batch
-    spans: list[Row] = field(default_factory=list)
+    batch_id: int
+    ranges: dict[int, tuple[int, int]]
+    spans: list[Row] | None = None
 
-    def add(self, row: Row) -> None:
-        partition = row["partition"]
-        self.first[partition] = min(self.first.get(partition, row["first"]), row["first"])
-        self.last[partition] = max(self.last.get(partition, row["last"]), row["last"])
-        self.requests += row["requests"]
-
-    def ranges(self) -> list[dict[str, int]]:
+    def offset_rows(self) -> list[dict[str, int]]:
         return [
-            {"partition": p, "first": first, "last": self.last[p]}
-            for p, first in sorted(self.first.items())
+            {"partition": p, "first": first, "last": last}
+            for p, (first, last) in sorted(self.ranges.items())
         ]
 
 
-def landing_note(total: int, quarantined: int, *, unsure: bool = False, why: str = "") -> str:
-    """`N records: L landed, Q quarantined` for the batch's log line. `unsure`: undecodable
-    records were not counted, because Delta skipped a bronze write it already held (a batch
-    redone after a crash); they are among those said to land, and went to quarantine."""
-    note = f"{total} records: {'up to ' if unsure else ''}{total - quarantined} landed"
+@dataclass
+class _Landing:
+    """What landing one topic's batch did so far: records landed, reasons records went to
+    quarantine and the quarantine rows to write, in one commit, at the end."""
+
+    topic: str
+    table: str
+    batch: _TopicBatch
+    ingested_at: Column
+    merge: bool
+    landed: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    quarantined: list[DataFrame] = field(default_factory=list)
+    maybe_empty: bool = False  # some quarantine rows may be none: look before writing
+    why: str = ""
+
+    def quarantine(self, rows: DataFrame, *, maybe_empty: bool = False) -> None:
+        self.quarantined.append(rows)
+        self.maybe_empty = self.maybe_empty or maybe_empty
+
+    def note(self, *, redone: bool) -> str:
+        quarantined = self.reasons.total()
+        return landing_note(self.landed + quarantined, quarantined, redone=redone, why=self.why)
+
+
+def landing_note(total: int, quarantined: int, *, redone: bool = False, why: str = "") -> str:
+    """`N records: L landed, Q quarantined` for the batch's log line. `redone`: Delta already
+    held the batch's bronze write (a batch redone after a crash), so the records it skipped
+    are not counted; the note counts only what landed or went to quarantine now."""
+    note = f"{total} records: {total - quarantined} landed"
+    if redone:
+        note = f"{total} records more than Delta held already: {total - quarantined} landed"
     if quarantined:
         note += f", {quarantined} quarantined"
-    if unsure:
-        note += ", undecodable ones quarantined"
     return note + (f" ({why})" if why else "")
 
 

@@ -116,14 +116,9 @@ class DecodedTopic:
         total = 0
         deadline = time.monotonic() + wait_s
         for observation in self.observations:
-            if observation._jo is None:  # never attached to a DataFrame
-                return None
             # `Observation.get` waits for ever, and a write Delta skips never runs the job.
-            future = observation._jo.future()
-            while not future.isCompleted():
-                if time.monotonic() >= deadline:
-                    return None
-                time.sleep(0.005)
+            if not _arrived(observation, max(0.0, deadline - time.monotonic())):
+                return None
             total += observation.get["undecodable"]
         return total
 
@@ -201,6 +196,105 @@ def decode_topic(
     if decodable:
         result.decodable = records.where(F.col("_hub_schema_id").isin(decodable))
     return result
+
+
+@dataclass(frozen=True)
+class TopicCounts:
+    """What one topic's records in a batch held, counted by the job that wrote them."""
+
+    total: int
+    others: int  # records not framed with a writer of the topic's subject (see `SubjectDecode`)
+    undecodable: int  # payloads of the subject's writers that did not decode
+    requests: int  # records carrying a publish request id
+
+
+@dataclass
+class SubjectDecode:
+    """One topic's records decoded by the writers registered under its value subject, in one
+    pass: a CASE over the writer ids, each branch resolving to the newest version, so the job
+    that writes the rows reads the batch once and needs no job before it to find the ids.
+
+    Records of other writer ids (none of the subject's versions, or no Confluent frame) are
+    left out of `landed` and counted, with the rest of `TopicCounts`, by that same job; they
+    are for `decode_topic` to sort out, in a second pass that runs only when there are some.
+    """
+
+    landed: DataFrame | None
+    decodable: DataFrame | None  # the raw records decoded into `landed`
+    undecodable: DataFrame | None
+    others: DataFrame
+    reader: LatestSchema | None
+    writers: dict[SchemaId, tuple[str, str]] = field(default_factory=dict)
+    observation: Observation | None = None
+
+    def counts(self, *, wait_s: float = 2.0) -> TopicCounts | None:
+        """The counts of the job that first read `landed` whole; None when no job did (Delta
+        skipped a write it already holds) or they did not arrive within `wait_s`."""
+        if self.observation is None or not _arrived(self.observation, wait_s):
+            return None
+        got = self.observation.get
+        return TopicCounts(got["total"], got["others"], got["undecodable"], got["requests"])
+
+
+def decode_subject(records: DataFrame, *, subject: str, registry: RegistryClient) -> SubjectDecode:
+    """Decode the records (Kafka columns + `_hub_schema_id`) framed with one of the subject's
+    own writer schemas that resolves to its newest version; see `SubjectDecode`."""
+    reader = registry.latest(subject)
+    writers: dict[SchemaId, tuple[str, str]] = {}
+    if reader is not None:
+        for candidate, writer in sorted(registry.writers(subject).items()):
+            if _resolution_problem(reader.text, writer) is None:
+                writers[candidate] = (writer, reader.text)
+    schema_id = F.col("_hub_schema_id")
+    known = F.coalesce(schema_id.isin(list(writers)), F.lit(False))
+    others = records.where(~known)
+    if not writers:
+        return SubjectDecode(None, None, None, others, reader)
+    value: Column | None = None
+    for writer_id, (writer, reader_text) in writers.items():
+        branch = decode(writer, reader_text)
+        value = (
+            F.when(schema_id == writer_id, branch)
+            if value is None
+            else value.when(schema_id == writer_id, branch)
+        )
+    assert value is not None
+    decoded = F.coalesce(F.col("_hub_value.end"), F.lit(False))
+    observation = Observation()
+    attempt = records.withColumn("_hub_value", value).observe(
+        observation,
+        F.count(F.lit(1)).alias("total"),
+        F.count_if(~known).alias("others"),
+        F.count_if(known & ~decoded).alias("undecodable"),
+        F.count("_hub_request_id").alias("requests"),
+    )
+    landed = attempt.where(decoded).select("_hub_value.value.*", *_metadata(records.columns))
+    decodable = records.where(known)
+    undecodable = quarantine_rows(
+        decodable.withColumn("_hub_value", value).where(~decoded),
+        QuarantineReason.PAYLOAD_UNDECODABLE,
+        "the payload is not a valid Avro datum of its writer schema (`_hub_schema_id`)",
+    )
+    return SubjectDecode(landed, decodable, undecodable, others, reader, writers, observation)
+
+
+def observed(observation: Observation, name: str, *, wait_s: float = 2.0) -> int | None:
+    """Metric `name` of `observation`; None when no job ran it within `wait_s`."""
+    return int(observation.get[name]) if _arrived(observation, wait_s) else None
+
+
+def _arrived(observation: Observation, wait_s: float) -> bool:
+    """Whether the observation's metrics came, waiting up to `wait_s`: Spark delivers them
+    through its listener bus a moment after the job, and never for a job that did not run."""
+    if observation._jo is None:  # never attached to a DataFrame
+        return False
+    future = observation._jo.future()
+    deadline = time.monotonic() + wait_s
+    while not future.isCompleted():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def _union(left: DataFrame | None, right: DataFrame, *, missing: bool = False) -> DataFrame:

@@ -63,6 +63,7 @@ class RegistryClient:
         self._backoff = backoff
         self._by_id: dict[SchemaId, str] = {}
         self._latest: dict[str, tuple[float, LatestSchema | None]] = {}
+        self._versions: dict[str, tuple[float, dict[SchemaId, str]]] = {}
         self._latest_ttl_s = latest_ttl_s
 
     def schema(self, schema_id: SchemaId) -> str | None:
@@ -98,6 +99,29 @@ class RegistryClient:
         self._latest[subject] = (now, latest)
         return latest
 
+    def writers(self, subject: str) -> dict[SchemaId, str]:
+        """The schema ids and texts of the subject's versions (none when it has no version), as
+        cached as `latest`: a version registered since shows within `latest_ttl_s`, or at once
+        after `forget(subject)`."""
+        cached = self._versions.get(subject)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < self._latest_ttl_s:
+            return cached[1]
+        # `subjectPrefix` matches longer names too: only the subject's own versions count.
+        response = self._get(
+            "/schemas", params={"subjectPrefix": subject}, what=f"the versions of {subject}"
+        )
+        listed = response.json() if response.status_code != 404 else []
+        found = {SchemaId(i["id"]): i["schema"] for i in listed if i["subject"] == subject}
+        self._by_id.update(found)
+        self._versions[subject] = (now, found)
+        return found
+
+    def forget(self, subject: str) -> None:
+        """Read the subject's versions and newest version afresh at the next ask."""
+        self._versions.pop(subject, None)
+        self._latest.pop(subject, None)
+
     def check(self, subject: str, schema_text: str) -> CompatibilityVerdict:
         """Whether the registry would accept `schema_text` under `subject` (its own level)."""
         response = self._request(
@@ -119,8 +143,8 @@ class RegistryClient:
     def close(self) -> None:
         self._http.close()
 
-    def _get(self, path: str, *, what: str) -> httpx.Response:
-        response = self._request(lambda: self._http.get(path), what=what)
+    def _get(self, path: str, *, what: str, params: dict[str, str] | None = None) -> httpx.Response:
+        response = self._request(lambda: self._http.get(path, params=params), what=what)
         if response.status_code in (401, 403):
             raise LoaderError(
                 f"The registry refused to serve {what} ({response.status_code}): "

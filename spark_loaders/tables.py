@@ -123,6 +123,15 @@ class DeltaTables:
             with commit_metadata(rows.sparkSession, metadata):
                 save_as_new_table(self._spark, writer.option(TYPE_WIDENING, "true"), table)
             log.info("created table %s", table)
+            # What the table was just created with: asking the metastore and Delta for its
+            # details (DESCRIBE DETAIL sizes the table) took seconds per new table.
+            location = default_location(self._spark, table)
+            self._known[table] = TableState(
+                location=location,
+                schema=self._spark.read.format("delta").load(location).schema,
+                description=None,
+                type_widening=True,
+            )
             return
         if metadata is not None:
             writer = writer.option("userMetadata", metadata)
@@ -152,16 +161,15 @@ def clear_interrupted_creation(spark: SparkSession, table: str) -> str | None:
     Call it only for a table the catalog does not know. The Hadoop file system API makes it
     work for local and object storage alike.
     """
-    database, _, name = table.rpartition(".")
-    base = spark.catalog.getDatabase(database or "default").locationUri.rstrip("/")
+    location = default_location(spark, table)
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    path = jvm.org.apache.hadoop.fs.Path(f"{base}/{name.lower()}")
+    path = jvm.org.apache.hadoop.fs.Path(location)
     fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     if not fs.exists(path) or len(fs.listStatus(path)) == 0:
         return None
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    aside = jvm.org.apache.hadoop.fs.Path(f"{base}/{name.lower()}.interrupted-{stamp}")
+    aside = jvm.org.apache.hadoop.fs.Path(f"{location}.interrupted-{stamp}")
     if not fs.rename(path, aside):
         raise RuntimeError(f"could not move {path} aside to {aside}")
     log.warning(
@@ -171,6 +179,14 @@ def clear_interrupted_creation(spark: SparkSession, table: str) -> str | None:
         aside,
     )
     return str(aside)
+
+
+def default_location(spark: SparkSession, table: str) -> str:
+    """Where the metastore puts managed table `table`: its database's location, then the
+    table's name in lower case."""
+    database, _, name = table.rpartition(".")
+    base = spark.catalog.getDatabase(database or "default").locationUri.rstrip("/")
+    return f"{base}/{name.lower()}"
 
 
 def _sql_path(column: str) -> str:

@@ -17,9 +17,9 @@ def test_a_batch_split_between_bronze_and_quarantine_gives_both_counts() -> None
     assert landing_note(4, 0) == "4 records: 4 landed"
 
 
-def test_undecodable_records_not_counted_in_advance_are_said_to_be_possible() -> None:
-    note = landing_note(6, 1, unsure=True)
-    assert note == "6 records: up to 5 landed, 1 quarantined, undecodable ones quarantined"
+def test_a_redone_batch_counts_only_what_delta_did_not_hold_already() -> None:
+    note = landing_note(2, 1, redone=True)
+    assert note == "2 records more than Delta held already: 1 landed, 1 quarantined"
 
 
 def test_a_refused_table_change_names_the_reason() -> None:
