@@ -3,7 +3,10 @@
 Before a gold table is built, the current version of each of its source tables (silver history
 for a dimension, bronze for a fact) is pinned, and the build reads exactly those versions
 (`VERSION AS OF`): the silver streams and the bronze loader keep committing meanwhile, and the
-versions the commit's ledger entry names must be the ones whose data it holds.
+versions the commit's ledger entry names must be the ones whose data it holds. A fact's build
+has two phases: it adds inferred members to its dimensions from its bronze version, then pins
+the dimensions as that left them and looks its keys up in those versions; its entry names
+bronze and the dimensions, the inferred members' entry bronze alone (ADR 0044).
 
 An entry's range of a source starts after the version the table's previous entry read (0 for
 the first), so that a forward query, which asks for the commits whose range holds a source
@@ -56,9 +59,10 @@ class Snapshots:
         self._spark = spark
         self._pinned: dict[str, int] = {}
 
-    def pin(self, tables: Iterable[str]) -> dict[str, int]:
-        """Pin the current version of each of `tables` that exists; returns them."""
-        pinned = {}
+    def pin(self, tables: Iterable[str], *, keep: bool = False) -> dict[str, int]:
+        """Pin the current version of each of `tables` that exists, beside the tables pinned
+        before when `keep` (a later phase of the same build); returns every pinned table."""
+        pinned = dict(self._pinned) if keep else {}
         for table in dict.fromkeys(tables):
             version = current_version(self._spark, table)
             if version is not None:

@@ -109,3 +109,41 @@ def test_a_position_leads_through_silver_to_the_first_gold_version_built_from_it
     assert [
         (v.table, v.version) for v in store.downstream([(second_batch.table, second_batch.version)])
     ] == [("gold.dim_order", 2), (HISTORY, 2)]
+
+
+def test_a_dimension_source_position_leads_to_the_facts_keyed_on_it_not_on_through_members(
+    hub_engine: Engine, tmp_path: Path
+) -> None:
+    customers = "bronze.cdc_shop_public_customers"
+    customers_history = "silver.cdc_shop_public_customers_history"
+    dimension, fact = "gold.dim_customer", "gold.fact_orders"
+    history = tmp_path / "silver.db" / "cdc_shop_public_customers_history"
+    for version in (0, 1):
+        read = TableRead(customers, version, version)
+        write_commit(history, version, LedgerEntry(LedgerKind.SILVER, batch=version, reads=(read,)))
+
+    def gold(*reads: TableRead) -> LedgerEntry:
+        return LedgerEntry(LedgerKind.GOLD, reads=reads)
+
+    # The dimension built from history 0; an inferred member from the orders (bronze 0..3),
+    # naming them alone; the facts looked up in both. Then the dimension from history 1, and
+    # the next facts (orders 4..5) keyed on it.
+    dim_dir, fact_dir = tmp_path / "gold.db" / "dim_customer", tmp_path / "gold.db" / "fact_orders"
+    write_commit(dim_dir, 1, gold(TableRead(customers_history, 0, 0)), operation="MERGE")
+    write_commit(dim_dir, 2, gold(TableRead(BRONZE, 0, 3)), operation="MERGE")
+    write_commit(fact_dir, 0, gold(TableRead(BRONZE, 0, 3), TableRead(dimension, 0, 2)))
+    write_commit(dim_dir, 3, gold(TableRead(customers_history, 1, 1)), operation="MERGE")
+    write_commit(
+        fact_dir, 1, gold(TableRead(BRONZE, 4, 5), TableRead(dimension, 3, 3)), operation="MERGE"
+    )
+    LineageSync(hub_engine, tmp_path, min_interval_s=0).sync()
+    store = LineageStore(hub_engine)
+
+    def forward(table: str, version: int) -> list[tuple[str, int]]:
+        return [(v.table, v.version) for v in store.downstream([(table, version)])]
+
+    # From a customer's change to the dimension version and the facts keyed on it.
+    assert forward(customers, 1) == [(dimension, 3), (fact, 1), (customers_history, 1)]
+    assert forward(customers, 0) == [(dimension, 1), (fact, 0), (customers_history, 0)]
+    # From an order to its inferred member and its facts, not on to later facts.
+    assert forward(BRONZE, 2) == [(dimension, 2), (fact, 0)]
