@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import Engine, and_, or_, select
+from sqlalchemy import Engine, and_, delete, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -29,7 +29,7 @@ from catalog.tables import (
     LineageTableRow,
 )
 from hub_core.database import transaction
-from hub_core.ledger import Commit, LedgerKind, commit_versions, read_commits
+from hub_core.ledger import SWAPPED_IN, Commit, LedgerKind, commit_versions, read_commits
 
 log = logging.getLogger(__name__)
 
@@ -106,17 +106,18 @@ class LineageStore:
 
     def bronze_by_request(self, request_id: str) -> list[BronzeHit]:
         """Bronze commits holding records of publish request `request_id`."""
+        # The commit names the topic: a partition can have several offset ranges in a commit
+        # (a replay's), and joining on them would name the request once per range.
         query = (
-            select(LineageRequestRow, LineageOffsetRow)
+            select(LineageRequestRow, LineageCommitRow.topic)
             .join(
-                LineageOffsetRow,
+                LineageCommitRow,
                 and_(
-                    LineageOffsetRow.table_name == LineageRequestRow.table_name,
-                    LineageOffsetRow.version == LineageRequestRow.version,
-                    LineageOffsetRow.partition == LineageRequestRow.partition,
+                    LineageCommitRow.table_name == LineageRequestRow.table_name,
+                    LineageCommitRow.version == LineageRequestRow.version,
                 ),
             )
-            .where(LineageRequestRow.request_id == request_id)
+            .where(LineageRequestRow.request_id == request_id, LineageCommitRow.topic.is_not(None))
             .order_by(LineageRequestRow.version)
         )
         with transaction(self._sessions) as session:
@@ -125,14 +126,14 @@ class LineageStore:
             BronzeHit(
                 request.table_name,
                 request.version,
-                offsets.topic,
+                str(topic),
                 request.partition,
                 request.first_offset,
                 request.last_offset,
                 None,
                 None,
             )
-            for request, offsets in pairs
+            for request, topic in pairs
         ]
 
     def commit(self, table: str, version: int) -> TableVersion | None:
@@ -202,7 +203,12 @@ class LineageSync:
         self._lock = threading.Lock()
 
     def tables(self) -> dict[str, Path]:
-        """The loader's Delta tables under the warehouse folder, by name."""
+        """The loader's Delta tables under the warehouse folder, by name, where they live now.
+
+        A bronze table rebuilt by reprocessing lives in its newest rebuild that a swap marked
+        (`<warehouse>/_rebuilds/<table>/<stamp>/_hub_swapped_in`): the rebuilds not marked
+        wait for their swap, and the table is still where it was.
+        """
         found: dict[str, Path] = {}
         for database in LINEAGE_DATABASES:
             folder = self._warehouse / f"{database}.db"
@@ -212,6 +218,12 @@ class LineageSync:
                 # A name with a dot is no table: what an interrupted creation left (ADR 0040).
                 if "." not in table.name and (table / "_delta_log").is_dir():
                     found[f"{database}.{table.name}"] = table
+        rebuilds = self._warehouse / "_rebuilds"
+        for table in sorted(rebuilds.iterdir()) if rebuilds.is_dir() else []:
+            # Stamps sort by time: the newest swapped in is the table's.
+            swapped = sorted(marker.parent for marker in table.glob(f"*/{SWAPPED_IN}"))
+            if swapped:
+                found[f"bronze.{table.name}"] = swapped[-1]
         return found
 
     def sync(self, *, force: bool = False) -> int:
@@ -251,6 +263,10 @@ class LineageSync:
                     session.add(LineageTableRow(table_name=name, location=str(path),
                                                 synced_version=newest))  # fmt: skip
                 else:
+                    if row.location != str(path):
+                        # Moved by a reprocessing swap: the versions of the table are now
+                        # those of its new location, numbered from 0 again.
+                        _forget(session, name)
                     row.location = str(path)
                     row.synced_version = newest
                 added = 0
@@ -264,11 +280,15 @@ class LineageSync:
             return 0
 
 
+def _forget(session: Session, table: str) -> None:
+    """Drop what the index holds of `table`'s commits."""
+    for row in (LineageCommitRow, LineageOffsetRow, LineageRequestRow, LineageReadRow):
+        session.execute(delete(row).where(row.table_name == table))
+
+
 def _add(session: Session, table: str, commit: Commit) -> bool:
     entry = commit.entry
     assert entry is not None
-    if session.get(LineageCommitRow, (table, commit.version)) is not None:
-        return False  # indexed before the table moved (a reprocessing swap)
     session.add(
         LineageCommitRow(
             table_name=table,

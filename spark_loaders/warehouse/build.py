@@ -34,7 +34,7 @@ from pyspark.sql.streaming import StreamingQuery
 from hub_core.naming import TopicName, bronze_table
 from hub_core.retries import Backoff, retry_transient_interruptibly
 from spark_loaders.isolation import FailureKind, as_transient, classify, describe
-from spark_loaders.lineage import commit_metadata
+from spark_loaders.lineage import commit_metadata, follow_conf, ledger_session
 from spark_loaders.openlineage import RunEvents, run_events
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.loader import start_silver
@@ -43,13 +43,7 @@ from spark_loaders.warehouse.dimensions import DimensionBuilder, dim_table, hist
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.facts import FactBuilder, fact_table
 from spark_loaders.warehouse.model import Fact, WarehouseModel, load_model
-from spark_loaders.warehouse.snapshots import (
-    GoldLedger,
-    Snapshots,
-    current_version,
-    follow_conf,
-    gold_session,
-)
+from spark_loaders.warehouse.snapshots import GoldLedger, Snapshots, current_version
 from spark_loaders.warehouse.status import BUILD_FAILED, DIMENSION_NOT_BUILT, GoldStatusBook
 
 log = logging.getLogger(__name__)
@@ -98,9 +92,9 @@ class WarehouseBuilder:
         events: RunEvents | None = None,
     ) -> None:
         # The ledger entry of each table is a conf of this session, never of `spark`, from
-        # which the loader starts its streams (`snapshots.gold_session`).
+        # which the loader starts its streams (`lineage.ledger_session`).
         self._shared = spark
-        self._spark = gold_session(spark)
+        self._spark = ledger_session(spark)
         self._model = model
         self._source = source
         self._statuses = statuses

@@ -12,9 +12,10 @@ An entry's range of a source starts after the version the table's previous entry
 the first), so that a forward query, which asks for the commits whose range holds a source
 version, reaches the first gold version built from a snapshot at or after it (ADR 0041).
 
-The build runs on a session of its own (`gold_session`): the ledger entry is set as a session
-conf around the build's MERGEs, and a stream started from the loader's shared session while it
-was set would take it along (a query clones its session's conf when it starts).
+The build runs on a session of its own (`spark_loaders.lineage.ledger_session`): the ledger
+entry is set as a session conf around the build's MERGEs, and a stream started from the
+loader's shared session while it was set would take it along (a query clones its session's
+conf when it starts).
 """
 
 from collections.abc import Iterable, Mapping
@@ -24,24 +25,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hub_core.ledger import LedgerEntry, LedgerKind, TableRead, decode
-from spark_loaders.lineage import USER_METADATA_CONF
-
-
-def gold_session(spark: SparkSession) -> SparkSession:
-    """A session for warehouse builds: `spark`'s context, catalog and extensions (Delta, the
-    metastore), and its settings (`follow_conf`)."""
-    session = spark.newSession()
-    follow_conf(spark, session)
-    return session
-
-
-def follow_conf(spark: SparkSession, session: SparkSession) -> None:
-    """Copy to `session` the settings `spark` has changed at run time (`lock_down`'s, silver's
-    schema evolution), which a new session does not inherit; never a ledger entry. The static
-    ones (Delta's extension and catalog, the metastore) come from the shared context."""
-    for key, value in spark.conf.getAll.items():
-        if key != USER_METADATA_CONF and spark.conf.isModifiable(key):
-            session.conf.set(key, value)
 
 
 def current_version(spark: SparkSession, table: str) -> int | None:

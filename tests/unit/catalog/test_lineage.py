@@ -7,7 +7,7 @@ from sqlalchemy import Engine, func, select
 
 from catalog.lineage import LineageStore, LineageSync
 from catalog.tables import LineageCommitRow
-from hub_core.ledger import LedgerEntry, LedgerKind, OffsetRange, RequestSpan, TableRead
+from hub_core.ledger import SWAPPED_IN, LedgerEntry, LedgerKind, OffsetRange, RequestSpan, TableRead
 from tests.support.ledger_log import write_commit
 
 pytestmark = pytest.mark.unit
@@ -147,3 +147,51 @@ def test_a_dimension_source_position_leads_to_the_facts_keyed_on_it_not_on_throu
     assert forward(customers, 0) == [(dimension, 1), (fact, 0), (customers_history, 0)]
     # From an order to its inferred member and its facts, not on to later facts.
     assert forward(BRONZE, 2) == [(dimension, 2), (fact, 0)]
+
+
+def test_a_replayed_commit_names_each_run_of_its_offsets_and_its_request_once(
+    hub_engine: Engine, warehouse: Path
+) -> None:
+    # Offsets 2 and 7..8 of partition 0, quarantined by batches 0 and 1, then replayed.
+    replayed = LedgerEntry(
+        LedgerKind.BRONZE,
+        topic=TOPIC,
+        ranges=(OffsetRange(0, 2, 2, (120, 120), (0, 0)), OffsetRange(0, 7, 8, (170, 180), (1, 1))),
+        requests=(RequestSpan("req-r", 0, 2, 8),),
+    )
+    write_commit(warehouse / "bronze.db" / "cdc_shop_public_orders", 2, replayed, operation="MERGE")
+    LineageSync(hub_engine, warehouse).sync()
+    store = LineageStore(hub_engine)
+
+    def holding(offset: int) -> list[int]:
+        return [h.version for h in store.bronze_holding(table=BRONZE, partition=0, offset=offset)]
+
+    assert (holding(2), holding(5), holding(8)) == ([0, 2], [1], [1, 2])
+    assert [
+        (h.version, h.first_offset, h.last_offset) for h in store.bronze_by_request("req-r")
+    ] == [(2, 2, 8)]
+    assert [h.version for h in store.bronze_by_lsn(175)] == [1, 2]
+
+
+def test_a_table_swapped_to_its_rebuild_is_indexed_from_there_not_from_its_old_location(
+    hub_engine: Engine, warehouse: Path
+) -> None:
+    sync = LineageSync(hub_engine, warehouse, min_interval_s=0)
+    sync.sync()
+    rebuilds = warehouse / "_rebuilds" / "cdc_shop_public_orders"
+    rebuilt = LedgerEntry(LedgerKind.BRONZE, topic=TOPIC, ranges=(OffsetRange(0, 0, 12),))
+    write_commit(rebuilds / "20261125T050000Z", 0, rebuilt)
+    write_commit(rebuilds / "20261125T060000Z", 0, rebuilt)  # built, not swapped in yet
+    waiting = sync.sync()
+    (rebuilds / "20261125T050000Z" / SWAPPED_IN).write_text(BRONZE)
+    copied = LedgerEntry(LedgerKind.BRONZE, topic=TOPIC, ranges=(OffsetRange(0, 13, 14),))
+    write_commit(rebuilds / "20261125T050000Z", 1, copied, operation="MERGE")
+
+    swapped = sync.sync()
+    store = LineageStore(hub_engine)
+
+    assert (waiting, swapped) == (0, 2)
+    assert sync.tables()[BRONZE] == rebuilds / "20261125T050000Z"
+    assert [h.version for h in store.bronze_holding(table=BRONZE, partition=0, offset=7)] == [0]
+    assert [h.version for h in store.bronze_holding(table=BRONZE, partition=0, offset=14)] == [1]
+    assert store.bronze_by_request("req-1") == []  # the old location's commits are gone
