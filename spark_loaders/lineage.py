@@ -150,21 +150,26 @@ def source_positions(rows: DataFrame) -> list[Row]:
 
 def landed_entry(topic: str, rows: DataFrame) -> LedgerEntry:
     """The entry of a bronze commit landing `rows` (bronze columns) outside the stream:
-    `hub load replay`, a reprocessing swap's copy. Their offsets need not be consecutive: one
-    range per run of consecutive offsets, with its source positions (`joined_ranges` beyond
-    `MAX_RANGES`), and the publish requests. No batch: no stream's batch made the commit.
+    `hub load replay`, a reprocessing rebuild or its swap's copy (`runs_entry`).
 
-    `rows` must be exactly the rows the commit adds (those the table lacks), and is read twice.
+    `rows` must be exactly the rows the commit adds (those the table lacks); two small jobs
+    read them, one for the runs of offsets and one for publish requests.
     """
     lsn, tx = _source_columns(rows)
-    consecutive = Window.partitionBy("_hub_partition").orderBy("_hub_offset")
+    consecutive = Window.partitionBy("partition")
     runs = (
-        rows.select("_hub_partition", "_hub_offset", lsn.alias("lsn"), tx.alias("tx"))
-        .withColumn("_run", F.col("_hub_offset") - F.row_number().over(consecutive))
-        .groupBy("_hub_partition", "_run")
+        rows.select(
+            F.col("_hub_partition").alias("partition"),
+            F.col("_hub_offset").alias("offset"),
+            lsn.alias("lsn"),
+            tx.alias("tx"),
+        )
+        # Offsets minus their rank are equal within a run of consecutive offsets.
+        .withColumn("_run", F.col("offset") - F.row_number().over(consecutive.orderBy("offset")))
+        .groupBy("partition", "_run")
         .agg(
-            F.min("_hub_offset").alias("first"),
-            F.max("_hub_offset").alias("last"),
+            F.min("offset").alias("first"),
+            F.max("offset").alias("last"),
             F.min("lsn").alias("lsn_min"),
             F.max("lsn").alias("lsn_max"),
             F.min("tx").alias("tx_min"),
@@ -172,28 +177,35 @@ def landed_entry(topic: str, rows: DataFrame) -> LedgerEntry:
         )
         .collect()
     )
+    requests: list[Row] = []
+    if "_hub_request_id" in rows.columns:
+        requests = (
+            rows.where(F.col("_hub_request_id").isNotNull())
+            .groupBy(
+                F.col("_hub_partition").alias("partition"),
+                F.col("_hub_request_id").alias("request_id"),
+            )
+            .agg(F.min("_hub_offset").alias("first"), F.max("_hub_offset").alias("last"))
+            .collect()
+        )
+    return runs_entry(topic, runs, requests)
+
+
+def runs_entry(topic: str, runs: Iterable[Any], requests: Iterable[Any] = ()) -> LedgerEntry:
+    """The entry of a bronze commit made outside the stream, which has no batch: `runs` rows
+    (partition, first, last, lsn_min, lsn_max, tx_min, tx_max), one per run of consecutive
+    offsets, become one range each (joined beyond `MAX_RANGES`, `joined_ranges`); `requests`
+    rows (partition, request_id, first, last) the publish requests."""
     ranges = joined_ranges(
         OffsetRange(
-            int(r["_hub_partition"]),
-            int(r["first"]),
-            int(r["last"]),
-            _pair(r, "lsn"),
-            _pair(r, "tx"),
+            int(r["partition"]), int(r["first"]), int(r["last"]), _pair(r, "lsn"), _pair(r, "tx")
         )
         for r in runs
     )
-    spans: list[RequestSpan] = []
-    if "_hub_request_id" in rows.columns:
-        spans = sorted(
-            (
-                RequestSpan(r["request_id"], r["_hub_partition"], r["first"], r["last"])
-                for r in rows.where(F.col("_hub_request_id").isNotNull())
-                .groupBy("_hub_partition", F.col("_hub_request_id").alias("request_id"))
-                .agg(F.min("_hub_offset").alias("first"), F.max("_hub_offset").alias("last"))
-                .collect()
-            ),
-            key=lambda s: (s.partition, s.first, s.request_id),
-        )
+    spans = sorted(
+        (RequestSpan(r["request_id"], r["partition"], r["first"], r["last"]) for r in requests),
+        key=lambda s: (s.partition, s.first, s.request_id),
+    )
     return LedgerEntry(
         LedgerKind.BRONZE,
         topic=topic,
