@@ -197,12 +197,18 @@ def land_missing(spark: SparkSession, rows: DataFrame, location: str, *, topic: 
 
 
 def insert_missing(spark: SparkSession, rows: DataFrame, location: str) -> None:
-    """Insert the rows whose (partition, offset) the Delta table at `location` lacks."""
+    """Insert the rows whose (partition, offset) the Delta table at `location` lacks.
+
+    The MERGE commits on the session of `rows`, not on `spark`: Delta takes the commit's
+    ledger entry from the conf of the session the table was opened on, and callers set it on
+    the session their rows come from (a stream's batch, a `lineage.ledger_session`), never on
+    the loader's shared `spark`. Both are sessions of the same application.
+    """
     from delta.tables import DeltaTable
 
     unique = rows.dropDuplicates(["_hub_partition", "_hub_offset"])
     (
-        DeltaTable.forPath(spark, location)
+        DeltaTable.forPath(rows.sparkSession, location)
         .alias("t")
         .merge(unique.alias("s"), _KEY)
         .withSchemaEvolution()
