@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import Engine, and_, or_, select
+from sqlalchemy import Engine, and_, delete, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -29,7 +29,7 @@ from catalog.tables import (
     LineageTableRow,
 )
 from hub_core.database import transaction
-from hub_core.ledger import Commit, LedgerKind, commit_versions, read_commits
+from hub_core.ledger import SWAPPED_IN, Commit, LedgerKind, commit_versions, read_commits
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,8 @@ class LineageStore:
 
         A span names the commit whose offsets hold it, found by its offsets: it is usually
         recorded in that same commit, but may come in a commit of its own just after
-        (`spark_loaders.bronze`, "_record_requests").
+        (`spark_loaders.bronze`, "_record_requests"). A partition can have several offset
+        ranges in a commit (a replay's); a span's first offset is in one of them.
         """
         query = (
             select(LineageRequestRow, LineageOffsetRow)
@@ -127,6 +128,10 @@ class LineageStore:
         )
         with transaction(self._sessions) as session:
             pairs = session.execute(query).all()
+        # A span recorded with its records names its own commit; one recorded after them
+        # (no offsets of its own) names the commit whose offsets hold it.
+        own = {(r.table_name, r.version, r.partition, r.first_offset)
+               for r, offsets in pairs if offsets.version == r.version}  # fmt: skip
         hits = {
             (offsets.version, request.partition, request.first_offset): BronzeHit(
                 request.table_name,
@@ -139,6 +144,9 @@ class LineageStore:
                 None,
             )
             for request, offsets in pairs
+            if offsets.version == request.version
+            or (request.table_name, request.version, request.partition, request.first_offset)
+            not in own
         }
         return list(hits.values())
 
@@ -209,7 +217,12 @@ class LineageSync:
         self._lock = threading.Lock()
 
     def tables(self) -> dict[str, Path]:
-        """The loader's Delta tables under the warehouse folder, by name."""
+        """The loader's Delta tables under the warehouse folder, by name, where they live now.
+
+        A bronze table rebuilt by reprocessing lives in its newest rebuild that a swap marked
+        (`<warehouse>/_rebuilds/<table>/<stamp>/_hub_swapped_in`): the rebuilds not marked
+        wait for their swap, and the table is still where it was.
+        """
         found: dict[str, Path] = {}
         for database in LINEAGE_DATABASES:
             folder = self._warehouse / f"{database}.db"
@@ -219,6 +232,12 @@ class LineageSync:
                 # A name with a dot is no table: what an interrupted creation left (ADR 0040).
                 if "." not in table.name and (table / "_delta_log").is_dir():
                     found[f"{database}.{table.name}"] = table
+        rebuilds = self._warehouse / "_rebuilds"
+        for table in sorted(rebuilds.iterdir()) if rebuilds.is_dir() else []:
+            # Stamps sort by time: the newest swapped in is the table's.
+            swapped = sorted(marker.parent for marker in table.glob(f"*/{SWAPPED_IN}"))
+            if swapped:
+                found[f"bronze.{table.name}"] = swapped[-1]
         return found
 
     def sync(self, *, force: bool = False) -> int:
@@ -258,6 +277,10 @@ class LineageSync:
                     session.add(LineageTableRow(table_name=name, location=str(path),
                                                 synced_version=newest))  # fmt: skip
                 else:
+                    if row.location != str(path):
+                        # Moved by a reprocessing swap: the versions of the table are now
+                        # those of its new location, numbered from 0 again.
+                        _forget(session, name)
                     row.location = str(path)
                     row.synced_version = newest
                 added = 0
@@ -271,11 +294,15 @@ class LineageSync:
             return 0
 
 
+def _forget(session: Session, table: str) -> None:
+    """Drop what the index holds of `table`'s commits."""
+    for row in (LineageCommitRow, LineageOffsetRow, LineageRequestRow, LineageReadRow):
+        session.execute(delete(row).where(row.table_name == table))
+
+
 def _add(session: Session, table: str, commit: Commit) -> bool:
     entry = commit.entry
     assert entry is not None
-    if session.get(LineageCommitRow, (table, commit.version)) is not None:
-        return False  # indexed before the table moved (a reprocessing swap)
     session.add(
         LineageCommitRow(
             table_name=table,

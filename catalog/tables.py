@@ -89,7 +89,8 @@ class LineageCommitRow(Base):
 
 
 class LineageOffsetRow(Base):
-    """Offsets of one partition a bronze commit landed, with their source positions."""
+    """A range of offsets of one partition a bronze commit landed, with their source positions
+    (a stream's batch has one per partition, a replay one per run of consecutive offsets)."""
 
     __tablename__ = "lineage_offsets"
 
@@ -97,7 +98,7 @@ class LineageOffsetRow(Base):
     version: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     partition: Mapped[int] = mapped_column(Integer, primary_key=True)
     topic: Mapped[str] = mapped_column(String(249), nullable=False, index=True)
-    first_offset: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    first_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     last_offset: Mapped[int] = mapped_column(BigInteger, nullable=False)
     lsn_min: Mapped[int | None] = mapped_column(BigInteger, nullable=True, index=True)
     lsn_max: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

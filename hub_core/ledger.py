@@ -19,13 +19,18 @@ table versions it read:
 publish request ids of the commit's records with the offsets each covers, up to
 `MAX_REQUESTS` (beyond that `requests_omitted` counts those left out).
 
+A stream's batch lands every offset of a partition from its first to its last: one range per
+partition. A commit landing scattered offsets (`hub load replay`, a reprocessing swap's copy)
+has no batch and one range per run of consecutive offsets, several in a partition, each with
+its own source positions; beyond `MAX_RANGES` the closest runs are joined (`joined_ranges`).
+
 This module imports nothing beyond the standard library: the loader writes entries and the
 API reads them, and neither may import the other.
 """
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum, unique
 from pathlib import Path
@@ -34,6 +39,12 @@ LEDGER_VERSION = 1
 # A publish request can cover many records; more request ids than this in one commit are
 # counted, not listed, so that a commit's metadata stays small.
 MAX_REQUESTS = 500
+# A replayed quarantine can be scattered over a partition; more runs than this in one commit
+# are joined where their gaps are smallest, so that a commit's metadata stays small.
+MAX_RANGES = 500
+# The file a reprocessing swap leaves in a rebuilt bronze location once it is the table's: the
+# index, which reads Delta logs without the metastore, follows the table there.
+SWAPPED_IN = "_hub_swapped_in"
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 
 
@@ -105,6 +116,48 @@ class LedgerEntry:
         if self.reads:
             body["reads"] = [{"table": r.table, "from": r.first, "to": r.last} for r in self.reads]
         return json.dumps(body, separators=(",", ":"))
+
+
+def joined_ranges(
+    ranges: Iterable[OffsetRange], *, limit: int = MAX_RANGES
+) -> tuple[OffsetRange, ...]:
+    """`ranges` in (partition, first) order, with the runs of a partition whose gaps are the
+    smallest joined until at most `limit` remain (never fewer than one per partition).
+
+    A joined range also spans the offsets of its gap, which other commits landed: a position
+    query then names this commit beside the one holding the offset. Joining the smallest gaps
+    first keeps that to the fewest offsets.
+    """
+    ordered = sorted(ranges, key=lambda r: (r.partition, r.first))
+    gaps = sorted(
+        (ordered[i + 1].first - ordered[i].last, i)
+        for i in range(len(ordered) - 1)
+        if ordered[i].partition == ordered[i + 1].partition
+    )
+    joined = {i for _, i in gaps[: max(0, len(ordered) - limit)]}
+    result: list[OffsetRange] = []
+    for i, r in enumerate(ordered):
+        if i - 1 in joined:
+            result[-1] = _join(result[-1], r)
+        else:
+            result.append(r)
+    return tuple(result)
+
+
+def _join(a: OffsetRange, b: OffsetRange) -> OffsetRange:
+    return OffsetRange(
+        a.partition,
+        min(a.first, b.first),
+        max(a.last, b.last),
+        _span(a.lsn, b.lsn),
+        _span(a.tx, b.tx),
+    )
+
+
+def _span(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
+    if a is None or b is None:
+        return a or b
+    return min(a[0], b[0]), max(a[1], b[1])
 
 
 def _range_json(r: OffsetRange) -> dict[str, object]:

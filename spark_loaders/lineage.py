@@ -1,9 +1,11 @@
 """The loader's side of the lineage ledger (`hub_core.ledger`): the entries its commits carry.
 
 A bronze commit records the Kafka offsets (and, for change events, source LSNs and
-transaction ids) it landed; a silver commit records the bronze versions its batch read, from
-the stream's own offset log. Each entry travels in the commit itself (`userMetadata`), so it
-is exactly once with the data: a batch Delta skips as a replay commits no entry either.
+transaction ids) it landed, a stream's batch by partition (`bronze_entry`), a replay or a
+reprocessing copy by run of consecutive offsets (`landed_entry`); a silver commit records the
+bronze versions its batch read, from the stream's own offset log. Each entry travels in the
+commit itself (`userMetadata`), so it is exactly once with the data: a batch Delta skips as a
+replay commits no entry either.
 """
 
 import json
@@ -12,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, cast
 
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
 from hub_core.ledger import (
@@ -22,6 +24,7 @@ from hub_core.ledger import (
     OffsetRange,
     RequestSpan,
     TableRead,
+    joined_ranges,
 )
 from spark_loaders import storage
 from spark_loaders.storage import Location
@@ -31,6 +34,29 @@ log = logging.getLogger(__name__)
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 
 
+def ledger_session(spark: SparkSession) -> SparkSession:
+    """A session of its own for commits whose entry must be set as a session conf outside a
+    stream's batch (warehouse builds, `hub load replay`, a reprocessing swap): `spark`'s
+    context, catalog and extensions (Delta, the metastore), and its settings (`follow_conf`).
+
+    The loader starts its streams from `spark`, and a query clones its session's conf when it
+    starts: an entry set on `spark` would ride along with a stream started meanwhile, and tag
+    a concurrent commit of another thread. No stream is ever started from this session.
+    """
+    session = spark.newSession()
+    follow_conf(spark, session)
+    return session
+
+
+def follow_conf(spark: SparkSession, session: SparkSession) -> None:
+    """Copy to `session` the settings `spark` has changed at run time (`lock_down`'s, silver's
+    schema evolution), which a new session does not inherit; never a ledger entry. The static
+    ones (Delta's extension and catalog, the metastore) come from the shared context."""
+    for key, value in spark.conf.getAll.items():
+        if key != USER_METADATA_CONF and spark.conf.isModifiable(key):
+            session.conf.set(key, value)
+
+
 @contextmanager
 def commit_metadata(spark: SparkSession, text: str | None) -> Iterator[None]:
     """Commits made by `spark` inside the block carry `text` as their `userMetadata`.
@@ -38,6 +64,7 @@ def commit_metadata(spark: SparkSession, text: str | None) -> Iterator[None]:
     For what takes no writer option: MERGE, and CREATE TABLE AS SELECT, which ignores the
     `userMetadata` option. Use the session of a stream's batch (`batch.sparkSession`): each
     streaming query runs on a session of its own, so concurrent queries do not see the value.
+    Outside a stream's batch, use a `ledger_session`, never the loader's shared session.
     """
     if text is None:
         yield
@@ -119,6 +146,83 @@ def source_positions(rows: DataFrame) -> list[Row]:
         )
         .collect()
     )
+
+
+def landed_entry(topic: str, rows: DataFrame) -> LedgerEntry:
+    """The entry of a bronze commit landing `rows` (bronze columns) outside the stream:
+    `hub load replay`, a reprocessing rebuild or its swap's copy (`runs_entry`).
+
+    `rows` must be exactly the rows the commit adds (those the table lacks); two small jobs
+    read them, one for the runs of offsets and one for publish requests.
+    """
+    lsn, tx = _source_columns(rows)
+    consecutive = Window.partitionBy("partition")
+    runs = (
+        rows.select(
+            F.col("_hub_partition").alias("partition"),
+            F.col("_hub_offset").alias("offset"),
+            lsn.alias("lsn"),
+            tx.alias("tx"),
+        )
+        # Offsets minus their rank are equal within a run of consecutive offsets.
+        .withColumn("_run", F.col("offset") - F.row_number().over(consecutive.orderBy("offset")))
+        .groupBy("partition", "_run")
+        .agg(
+            F.min("offset").alias("first"),
+            F.max("offset").alias("last"),
+            F.min("lsn").alias("lsn_min"),
+            F.max("lsn").alias("lsn_max"),
+            F.min("tx").alias("tx_min"),
+            F.max("tx").alias("tx_max"),
+        )
+        .collect()
+    )
+    requests: list[Row] = []
+    if "_hub_request_id" in rows.columns:
+        requests = (
+            rows.where(F.col("_hub_request_id").isNotNull())
+            .groupBy(
+                F.col("_hub_partition").alias("partition"),
+                F.col("_hub_request_id").alias("request_id"),
+            )
+            .agg(F.min("_hub_offset").alias("first"), F.max("_hub_offset").alias("last"))
+            .collect()
+        )
+    return runs_entry(topic, runs, requests)
+
+
+def runs_entry(topic: str, runs: Iterable[Any], requests: Iterable[Any] = ()) -> LedgerEntry:
+    """The entry of a bronze commit made outside the stream, which has no batch: `runs` rows
+    (partition, first, last, lsn_min, lsn_max, tx_min, tx_max), one per run of consecutive
+    offsets, become one range each (joined beyond `MAX_RANGES`, `joined_ranges`); `requests`
+    rows (partition, request_id, first, last) the publish requests."""
+    ranges = joined_ranges(
+        OffsetRange(
+            int(r["partition"]), int(r["first"]), int(r["last"]), _pair(r, "lsn"), _pair(r, "tx")
+        )
+        for r in runs
+    )
+    spans = sorted(
+        (RequestSpan(r["request_id"], r["partition"], r["first"], r["last"]) for r in requests),
+        key=lambda s: (s.partition, s.first, s.request_id),
+    )
+    return LedgerEntry(
+        LedgerKind.BRONZE,
+        topic=topic,
+        ranges=ranges,
+        requests=tuple(spans[:MAX_REQUESTS]),
+        requests_omitted=max(0, len(spans) - MAX_REQUESTS),
+    )
+
+
+def _source_columns(rows: DataFrame) -> tuple[Column, Column]:
+    """The source LSN and transaction id of change-event rows; nulls for other rows."""
+    source = rows.schema["source"].dataType if "source" in rows.columns else None
+    names = set(getattr(source, "fieldNames", lambda: [])())
+    none = F.lit(None).cast("long")
+    if "lsn" not in names:
+        return none, none
+    return F.col("source.lsn"), F.col("source.txId") if "txId" in names else none
 
 
 def stream_read(

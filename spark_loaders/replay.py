@@ -5,6 +5,12 @@ rows are removed (landed) or updated with their new reason (still failing) in on
 that. A replay that crashes in between, or runs twice, finds the landed rows already in bronze
 and inserts nothing twice. Both MERGEs read whole tables, so an append by the running stream in
 the meantime makes Delta refuse the commit; it is retried, which is safe for the same reason.
+
+The bronze commit carries a ledger entry naming the offsets it lands (`lineage.landed_entry`),
+computed from the rows bronze lacks: a repeated replay inserts nothing, so it commits nothing
+and adds no entry. The entry is a session conf, and the replay may run on the running loader's
+shared session (its control port's `POST /replay`), from which streams start: the replay runs
+on a session of its own (`lineage.ledger_session`).
 """
 
 import logging
@@ -22,8 +28,9 @@ from registry.types import SchemaId
 from spark_loaders.decode import decode_topic
 from spark_loaders.errors import LoaderSourceNotFound, TableCommitConflict
 from spark_loaders.isolation import FailureKind, classify, describe
+from spark_loaders.lineage import landed_entry, ledger_session
 from spark_loaders.quarantine import as_kafka_records, quarantine_rows, quarantine_table
-from spark_loaders.reprocess import insert_missing
+from spark_loaders.reprocess import land_missing
 from spark_loaders.schemas import RegistryClient
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.tables import PARTITION_COLUMN, DeltaTables
@@ -55,6 +62,7 @@ class ReplayResult:
 
 def replay(spark: SparkSession, settings: LoaderSettings, topic: str) -> ReplayResult:
     """Re-drive `quarantine.<topic>` into `bronze.<topic>`; see the module docstring."""
+    spark = ledger_session(spark)
     source = quarantine_table(topic)
     table = bronze_table(TopicName(topic))
     if not spark.catalog.tableExists(source):
@@ -127,19 +135,22 @@ def _redrive(
             reason = QuarantineReason.TYPE_CHANGE_UNSUPPORTED
             failures.append(quarantine_rows(decoded.decodable, reason, message))
         else:
-            _retrying(lambda: _land(spark, tables, rows, table), what=table)
+            _retrying(lambda: _land(spark, tables, rows, topic), what=table)
             landed_keys = rows.select("_hub_partition", "_hub_offset")
             if decoded.undecodable is not None:
                 failures.append(decoded.undecodable)
     return failures, landed_keys
 
 
-def _land(spark: SparkSession, tables: DeltaTables, rows: DataFrame, table: str) -> None:
+def _land(spark: SparkSession, tables: DeltaTables, rows: DataFrame, topic: str) -> None:
+    table = bronze_table(TopicName(topic))
     state = tables.state(table)
     if state is None:
-        tables.append(rows, table, app_id="hub-replay", version=0, partitioned=True)
+        entry = landed_entry(topic, rows).encode()
+        tables.append(rows, table, app_id="hub-replay", version=0, partitioned=True,
+                      metadata=entry)  # fmt: skip
     else:
-        insert_missing(spark, rows, state.location)
+        land_missing(spark, rows, state.location, topic=topic)
 
 
 def _outcome(failures: list[DataFrame], landed: DataFrame | None) -> DataFrame:

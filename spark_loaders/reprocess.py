@@ -13,6 +13,12 @@ request at the start of a micro-batch, where it is the table's only writer:
 
 The request is deleted once a later batch starts, when the swap batch is committed in the
 checkpoint. See docs/adr (reprocessing by location swap).
+
+Lineage: the rebuild's commit and the copy's each carry a ledger entry naming the offsets they
+land (`lineage.landed_entry`); the copy's is computed from the rows the new location lacks, so
+a copy repeated after a crash commits nothing and adds no entry. Once swapped in, the new
+location is marked (`hub_core.ledger.SWAPPED_IN`), so that the API's lineage index, which reads
+Delta logs without the metastore, follows the table there.
 """
 
 import json
@@ -25,21 +31,26 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hub_core.ledger import SWAPPED_IN
 from hub_core.naming import TopicName, bronze_table, table_suffix, value_subject
 from hub_kafka.security import spark_options
 from hub_kafka.settings import KafkaSettings
 from registry.types import SchemaId
+from spark_loaders import storage
 from spark_loaders.decode import decode_topic, with_schema_id
 from spark_loaders.errors import LoaderError, LoaderSourceNotFound
 from spark_loaders.kafka_access import check_kafka_access
+from spark_loaders.lineage import commit_metadata, landed_entry, ledger_session
 from spark_loaders.schemas import RegistryClient
 from spark_loaders.settings import LoaderSettings
+from spark_loaders.storage import Location, RemoteLocation
 from spark_loaders.tables import PARTITION_COLUMN, TYPE_WIDENING, DeltaTables
 
 log = logging.getLogger(__name__)
 
 _BYPASS_SCHEMA_CHECK = "spark.databricks.delta.alterLocation.bypassSchemaCheck"
 _KEY = "t._hub_partition = s._hub_partition AND t._hub_offset = s._hub_offset"
+_KEY_COLUMNS = ("_hub_partition", "_hub_offset")
 
 
 @dataclass
@@ -120,11 +131,13 @@ def build(
             topic,
             location,
         )
+        entry = landed_entry(topic, rows)
         (
             rows.write.format("delta")
             .mode("errorifexists")
             .partitionBy(PARTITION_COLUMN)
             .option(TYPE_WIDENING, "true")
+            .option("userMetadata", entry.encode())
             .save(str(location))
         )
         written = spark.read.format("delta").load(str(location)).count()
@@ -165,13 +178,37 @@ def bronze_location(settings: LoaderSettings, warehouse: Path, suffix: str) -> P
     return done[-1] if done else warehouse / "bronze.db" / suffix
 
 
+def land_missing(spark: SparkSession, rows: DataFrame, location: str, *, topic: str) -> None:
+    """Insert the rows of `topic` whose (partition, offset) the bronze table at `location`
+    lacks, in one commit whose ledger entry names exactly them; none when it lacks none.
+
+    `spark` must be a `lineage.ledger_session`: the entry is set as its conf around the MERGE.
+    """
+    held = spark.read.format("delta").load(location).select(*_KEY_COLUMNS)
+    missing = rows.join(held, list(_KEY_COLUMNS), "left_anti").persist()
+    try:
+        entry = landed_entry(topic, missing)
+        if not entry.ranges:
+            return
+        with commit_metadata(spark, entry.encode()):
+            insert_missing(spark, missing, location)
+    finally:
+        missing.unpersist()
+
+
 def insert_missing(spark: SparkSession, rows: DataFrame, location: str) -> None:
-    """Insert the rows whose (partition, offset) the Delta table at `location` lacks."""
+    """Insert the rows whose (partition, offset) the Delta table at `location` lacks.
+
+    The MERGE commits on the session of `rows`, not on `spark`: Delta takes the commit's
+    ledger entry from the conf of the session the table was opened on, and callers set it on
+    the session their rows come from (a stream's batch, a `lineage.ledger_session`), never on
+    the loader's shared `spark`. Both are sessions of the same application.
+    """
     from delta.tables import DeltaTable
 
     unique = rows.dropDuplicates(["_hub_partition", "_hub_offset"])
     (
-        DeltaTable.forPath(spark, location)
+        DeltaTable.forPath(rows.sparkSession, location)
         .alias("t")
         .merge(unique.alias("s"), _KEY)
         .withSchemaEvolution()
@@ -238,13 +275,15 @@ def swap(spark: SparkSession, tables: DeltaTables, request: SwapRequest) -> None
     if state is None:
         spark.sql(f"CREATE TABLE {request.table} USING DELTA LOCATION '{request.location}'")
     elif state.location.rstrip("/") != _uri(request.location):
-        old = spark.read.format("delta").load(state.location)
+        # The copy's ledger entry is a session conf: not of `spark`, the loader's shared session.
+        session = ledger_session(spark)
+        old = session.read.format("delta").load(state.location)
         beyond = F.lit(True)
         for partition, last in request.end_offsets.items():
             beyond = beyond & ~(
                 (F.col("_hub_partition") == int(partition)) & (F.col("_hub_offset") <= last)
             )
-        insert_missing(spark, old.where(beyond), request.location)
+        land_missing(session, old.where(beyond), request.location, topic=request.topic)
         # A rebuild may rightly differ in schema (it is decoded with today's schema).
         spark.conf.set(_BYPASS_SCHEMA_CHECK, "true")
         try:
@@ -252,7 +291,12 @@ def swap(spark: SparkSession, tables: DeltaTables, request: SwapRequest) -> None
         finally:
             spark.conf.unset(_BYPASS_SCHEMA_CHECK)
         log.info("%s now reads %s (was %s)", request.table, request.location, state.location)
+    storage.write_text(spark, _location(request.location) / SWAPPED_IN, request.table)
     tables.forget(request.table)
+
+
+def _location(location: str) -> Location:
+    return RemoteLocation(location) if "://" in location else Path(location)
 
 
 def _uri(location: str) -> str:

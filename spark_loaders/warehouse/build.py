@@ -16,8 +16,9 @@ bronze's are (`spark_loaders.isolation`):
 States are kept in `spark_loaders.warehouse.status`, shown by `hub load status`.
 
 Every commit of a gold table carries a ledger entry of kind `gold` naming the source versions
-its build read, and each table's build is an OpenLineage run of job `hub-gold-<table>`
-(`spark_loaders.warehouse.snapshots`, ADR 0041).
+its build read (a fact's, also the dimension versions it looked its keys up in), and each
+table's build is an OpenLineage run of job `hub-gold-<table>`
+(`spark_loaders.warehouse.snapshots`, ADRs 0041 and 0044).
 """
 
 import logging
@@ -33,7 +34,7 @@ from pyspark.sql.streaming import StreamingQuery
 from hub_core.naming import TopicName, bronze_table
 from hub_core.retries import Backoff, retry_transient_interruptibly
 from spark_loaders.isolation import FailureKind, as_transient, classify, describe
-from spark_loaders.lineage import commit_metadata
+from spark_loaders.lineage import commit_metadata, follow_conf, ledger_session
 from spark_loaders.openlineage import RunEvents, run_events
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.loader import start_silver
@@ -42,13 +43,7 @@ from spark_loaders.warehouse.dimensions import DimensionBuilder, dim_table, hist
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.facts import FactBuilder, fact_table
 from spark_loaders.warehouse.model import Fact, WarehouseModel, load_model
-from spark_loaders.warehouse.snapshots import (
-    GoldLedger,
-    Snapshots,
-    current_version,
-    follow_conf,
-    gold_session,
-)
+from spark_loaders.warehouse.snapshots import GoldLedger, Snapshots, current_version
 from spark_loaders.warehouse.status import BUILD_FAILED, DIMENSION_NOT_BUILT, GoldStatusBook
 
 log = logging.getLogger(__name__)
@@ -97,9 +92,9 @@ class WarehouseBuilder:
         events: RunEvents | None = None,
     ) -> None:
         # The ledger entry of each table is a conf of this session, never of `spark`, from
-        # which the loader starts its streams (`snapshots.gold_session`).
+        # which the loader starts its streams (`lineage.ledger_session`).
         self._shared = spark
-        self._spark = gold_session(spark)
+        self._spark = ledger_session(spark)
         self._model = model
         self._source = source
         self._statuses = statuses
@@ -137,9 +132,8 @@ class WarehouseBuilder:
             dimension = self._dimensions[dim.name]
             refresh = self._recorded(
                 table,
-                [history_table(dim.source)],
+                [([history_table(dim.source)], dimension.refresh)],
                 [table],
-                dimension.refresh,
                 prepare=dimension.ensure_table,
             )
             if self._contained(table, refresh, report):
@@ -149,14 +143,19 @@ class WarehouseBuilder:
             if self._skipped(fact, report):
                 continue
             table = fact_table(fact)
-            # A fact's build also adds inferred members to its dimensions: those commits carry
-            # the fact's entry, since what they add comes from the fact's bronze records.
-            keyed = [dim_table(self._model.dimension(r.dimension)) for r in fact.dimensions]
+            dimensions = (self._model.dimension(r.dimension) for r in fact.dimensions)
+            keyed = list(dict.fromkeys(dim_table(d) for d in dimensions))
+            # First the inferred members the fact's bronze records need, in its dimensions:
+            # those commits name the bronze version alone. Then the facts, looked up in the
+            # dimensions as that left them: their commits name bronze and those versions. No
+            # dimension commit names a dimension, so a forward query never loops through them.
             refresh = self._recorded(
                 table,
-                [bronze_table(TopicName(fact.source))],
-                [table, *dict.fromkeys(keyed)],
-                partial(_refresh_fact, builder, table, report),
+                [
+                    ([bronze_table(TopicName(fact.source))], builder.add_inferred),
+                    (keyed, partial(_write_fact, builder, table, report)),
+                ],
+                [table, *keyed],
             )
             if self._contained(table, refresh, report):
                 log.info("fact %s refreshed", fact.name)
@@ -170,29 +169,30 @@ class WarehouseBuilder:
     def _recorded(
         self,
         table: str,
-        sources: list[str],
+        phases: list[tuple[list[str], Callable[[], None]]],
         outputs: list[str],
-        build: Callable[[], None],
         *,
         prepare: Callable[[], None] | None = None,
     ) -> Callable[[], None]:
-        """`build` reading `sources` at pinned versions, its commits carrying the entry that
-        names them, as one OpenLineage run of `hub-gold-<table>`. `prepare` runs first,
-        without the entry: a dimension's new table holds only its unknown member, no data read
-        from a source, so a forward query must not stop at it."""
+        """The build of `table` as one OpenLineage run of `hub-gold-<table>`: each phase pins
+        its sources' versions, then runs with its commits carrying the entry that names every
+        source pinned so far. `prepare` runs first, without an entry: a dimension's new table
+        holds only its unknown member, no data read from a source, so a forward query must
+        not stop at it."""
 
         def run() -> None:
-            pinned = self._snapshots.pin(sources)
+            pinned = self._snapshots.pin(phases[0][0])
             if prepare is not None:
                 prepare()
             before = current_version(self._spark, table)
-            entry = self._ledger.entry(table, pinned)
+            sources = [source for tables, _ in phases for source in tables]
             job = f"hub-gold-{table.split('.', 1)[1]}"
-            with (
-                self._events.run(job, read_tables=sources, tables=outputs),
-                commit_metadata(self._spark, entry.encode()),
-            ):
-                build()
+            with self._events.run(job, read_tables=sources, tables=outputs):
+                for n, (tables, phase) in enumerate(phases):
+                    if n:
+                        pinned = self._snapshots.pin(tables, keep=True)
+                    with commit_metadata(self._spark, self._ledger.entry(table, pinned).encode()):
+                        phase()
             # A build that changed nothing made no commit and left no entry (a MERGE that
             # matches nothing to change commits nothing).
             if current_version(self._spark, table) != before:
@@ -276,8 +276,8 @@ class WarehouseBuilder:
             )
 
 
-def _refresh_fact(builder: FactBuilder, table: str, report: BuildReport) -> None:
-    report.rows[table] = builder.refresh()
+def _write_fact(builder: FactBuilder, table: str, report: BuildReport) -> None:
+    report.rows[table] = builder.write()
 
 
 def catch_up_silver(spark: SparkSession, settings: LoaderSettings) -> None:

@@ -49,20 +49,31 @@ class FactBuilder:
         self._fact = fact
         self._dimensions = dimensions
         self._where = where
-        # Bronze is read at the version the build pinned (its ledger entry names it).
+        # Bronze and the dimensions are read at the versions the build pinned (its ledger
+        # entry names them).
         self._snapshots = snapshots or Snapshots(spark)
 
     def refresh(self) -> int:
         """Bring the fact table up to date; returns how many fact rows it holds."""
-        fact = self._fact
+        self.add_inferred()
+        return self.write()
+
+    def add_inferred(self) -> None:
+        """Give every business key of the facts without a dimension row an inferred member."""
         rows = self._source()
-        for ref in fact.dimensions:
+        for ref in self._fact.dimensions:
             dim = self._model.dimension(ref.dimension)
             keys = rows.select(*[F.col(f).alias(d) for f, d in ref.columns.items()])
             not_null = F.lit(True)
             for column in dim.business_key:
                 not_null = not_null & F.col(column).isNotNull()
             self._dimensions[dim.name].add_inferred(keys.where(not_null).distinct())
+
+    def write(self) -> int:
+        """Look every fact's keys up in its dimensions (`add_inferred` first) and merge the
+        facts that change; returns how many fact rows the table holds."""
+        fact = self._fact
+        rows = self._source()
         keyed = rows
         for ref in fact.dimensions:
             keyed = self._look_up(keyed, ref.dimension, ref.columns, ref.as_of or fact.event_time)
@@ -111,7 +122,8 @@ class FactBuilder:
         """Add the dimension's surrogate key: the version valid at `as_of`, or -1 for no key."""
         dim = self._model.dimension(dimension)
         key = surrogate(dim)
-        table = self._spark.table(dim_table(dim)).where(F.col(key) != UNKNOWN_KEY)
+        # At the version the build pinned after adding inferred members (its entry names it).
+        table = self._snapshots.read(dim_table(dim)).where(F.col(key) != UNKNOWN_KEY)
         renamed = {bk: f"_d_{bk}" for bk in dim.business_key}
         members = table.select(
             F.col(key).alias("_d_key"),

@@ -3,15 +3,19 @@
 Before a gold table is built, the current version of each of its source tables (silver history
 for a dimension, bronze for a fact) is pinned, and the build reads exactly those versions
 (`VERSION AS OF`): the silver streams and the bronze loader keep committing meanwhile, and the
-versions the commit's ledger entry names must be the ones whose data it holds.
+versions the commit's ledger entry names must be the ones whose data it holds. A fact's build
+has two phases: it adds inferred members to its dimensions from its bronze version, then pins
+the dimensions as that left them and looks its keys up in those versions; its entry names
+bronze and the dimensions, the inferred members' entry bronze alone (ADR 0044).
 
 An entry's range of a source starts after the version the table's previous entry read (0 for
 the first), so that a forward query, which asks for the commits whose range holds a source
 version, reaches the first gold version built from a snapshot at or after it (ADR 0041).
 
-The build runs on a session of its own (`gold_session`): the ledger entry is set as a session
-conf around the build's MERGEs, and a stream started from the loader's shared session while it
-was set would take it along (a query clones its session's conf when it starts).
+The build runs on a session of its own (`spark_loaders.lineage.ledger_session`): the ledger
+entry is set as a session conf around the build's MERGEs, and a stream started from the
+loader's shared session while it was set would take it along (a query clones its session's
+conf when it starts).
 """
 
 from collections.abc import Iterable, Mapping
@@ -21,24 +25,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hub_core.ledger import LedgerEntry, LedgerKind, TableRead, decode
-from spark_loaders.lineage import USER_METADATA_CONF
-
-
-def gold_session(spark: SparkSession) -> SparkSession:
-    """A session for warehouse builds: `spark`'s context, catalog and extensions (Delta, the
-    metastore), and its settings (`follow_conf`)."""
-    session = spark.newSession()
-    follow_conf(spark, session)
-    return session
-
-
-def follow_conf(spark: SparkSession, session: SparkSession) -> None:
-    """Copy to `session` the settings `spark` has changed at run time (`lock_down`'s, silver's
-    schema evolution), which a new session does not inherit; never a ledger entry. The static
-    ones (Delta's extension and catalog, the metastore) come from the shared context."""
-    for key, value in spark.conf.getAll.items():
-        if key != USER_METADATA_CONF and spark.conf.isModifiable(key):
-            session.conf.set(key, value)
 
 
 def current_version(spark: SparkSession, table: str) -> int | None:
@@ -56,9 +42,10 @@ class Snapshots:
         self._spark = spark
         self._pinned: dict[str, int] = {}
 
-    def pin(self, tables: Iterable[str]) -> dict[str, int]:
-        """Pin the current version of each of `tables` that exists; returns them."""
-        pinned = {}
+    def pin(self, tables: Iterable[str], *, keep: bool = False) -> dict[str, int]:
+        """Pin the current version of each of `tables` that exists, beside the tables pinned
+        before when `keep` (a later phase of the same build); returns every pinned table."""
+        pinned = dict(self._pinned) if keep else {}
         for table in dict.fromkeys(tables):
             version = current_version(self._spark, table)
             if version is not None:

@@ -21,10 +21,12 @@ from catalog.tables import LineageCommitRow
 from hub_core.database import create_database_engine
 from hub_kafka.settings import KafkaSettings
 from migrations import migrate
+from spark_loaders.lineage import USER_METADATA_CONF
+from spark_loaders.replay import replay
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.changes import ChangelogSpec
 from spark_loaders.silver.loader import SilverLoader
-from spark_loaders.warehouse import build_model
+from spark_loaders.warehouse import WarehouseBuilder, build_model, parse_model
 from tests.support.api_server import serve_api
 from tests.support.cdc import CdcEnvironment, Event, libpq_url, wait_for
 from tests.support.hub_client import bearer, create_feed, create_key, unique_topic
@@ -142,6 +144,94 @@ def test_changes_trace_from_row_to_lsn_and_from_lsn_to_every_version_after_a_rep
         assert len(hits) == 1
         tables = {v.table for v in store.downstream([(hits[0].table, hits[0].version)])}
         assert tables == {spec.history_table, spec.current_table}, lsn
+
+
+# The same envelope with a Row lacking `name`: written with it, a change cannot be read as
+# ENVELOPE (whose `name` has no default) and is quarantined, until a version with a default
+# for `name` is registered and `hub load replay` lands it.
+ROW_WITHOUT_NAME = {"type": "record", "name": "Row", "fields": [{"name": "id", "type": "long"}]}
+ENVELOPE_WITHOUT_NAME = {
+    **ENVELOPE,
+    "fields": [
+        {"name": "before", "type": ["null", ROW_WITHOUT_NAME], "default": None},
+        *ENVELOPE["fields"][1:],
+    ],
+}
+ENVELOPE_NAME_DEFAULT = {
+    **ENVELOPE,
+    "fields": [
+        {
+            "name": "before",
+            "type": [
+                "null",
+                {**ROW, "fields": [ROW["fields"][0], {**ROW["fields"][1], "default": None}]},
+            ],
+            "default": None,
+        },
+        *ENVELOPE["fields"][1:],
+    ],
+}
+
+
+def test_a_replayed_change_traces_from_its_row_to_its_lsn_and_on_to_silver_and_gold(
+    spark: SparkSession,
+    loader_topic: Any,
+    tmp_path: Path,
+) -> None:
+    topic: LoaderTopic = loader_topic("shop", partitions=1)
+    schema_id = topic.register(ENVELOPE)
+    settings: LoaderSettings = topic.settings
+    unreadable = topic.register(ENVELOPE_WITHOUT_NAME, subject=f"{topic.name}.row")
+    topic.produce(schema_id, ENVELOPE, [_change("c", 1, "ann", lsn=100, tx=1)])
+    gone = _change("c", 2, None, lsn=110, tx=2)
+    gone["after"] = {"id": 2}
+    ((partition, offset),) = topic.produce(unreadable, ENVELOPE_WITHOUT_NAME, [gone])
+    topic.produce(schema_id, ENVELOPE, [_change("u", 1, "anne", lsn=120, tx=3)])
+    topic.land(spark)
+    assert spark.table(topic.quarantine).count() == 1
+
+    topic.register(ENVELOPE_NAME_DEFAULT)
+    held = spark.table(topic.quarantine).collect()
+    assert replay(spark, settings, topic.name).landed == 1
+    replayed = _newest(spark, topic.table)
+    # As if that replay stopped before clearing the quarantine: run again, nothing twice.
+    spark.createDataFrame(held, spark.table(topic.quarantine).schema).write.format("delta").mode(
+        "append"
+    ).saveAsTable(topic.quarantine)
+    assert replay(spark, settings, topic.name).landed == 1
+    assert _newest(spark, topic.table) == replayed
+    assert spark.table(topic.quarantine).count() == 0
+    assert spark.conf.get(USER_METADATA_CONF, None) is None  # the loader's session has none
+
+    suffix = topic.table.split(".", 1)[1]
+    spec = ChangelogSpec(topic.table, f"silver.{suffix}", ("id",))
+    SilverLoader(spark, spec, checkpoint_dir=str(settings.checkpoint_dir)).start(
+        available_now=True
+    ).awaitTermination()
+    dimension = f"gold.dim_{suffix}"
+    model = {"dimensions": [{"name": suffix, "source": topic.name, "business_key": ["id"],
+                             "attributes": ["name"]}]}  # fmt: skip
+    WarehouseBuilder(spark, parse_model(model, source="test.yaml"), source="test.yaml").build()
+
+    engine = _index(tmp_path)
+    LineageSync(engine, Path(str(settings.warehouse_dir)), min_interval_s=0).sync()
+    store = LineageStore(engine)
+
+    # One entry for the stream's batch, one for the replay (no batch), none for its rerun.
+    assert _entries(engine, topic.table) == [None, 0]
+    # The replayed row traces to its offset and LSN in the replay's commit...
+    row = spark.table(topic.table).where("after.id = 2").collect()
+    assert [(r["_hub_partition"], r["_hub_offset"]) for r in row] == [(partition, offset)]
+    hits = store.bronze_holding(table=topic.table, partition=partition, offset=offset)
+    (replay_hit,) = [h for h in hits if h.version == replayed]
+    assert (replay_hit.first_offset, replay_hit.last_offset) == (offset, offset)
+    assert replay_hit.lsn == (110, 110) and replay_hit.tx == (2, 2)
+    # ...and its LSN forward to that bronze version and the silver and gold versions after it.
+    assert replayed in [h.version for h in store.bronze_by_lsn(110) if h.table == topic.table]
+    tables = {v.table for v in store.downstream([(topic.table, replayed)])}
+    assert tables == {spec.history_table, spec.current_table, dimension}
+    members = spark.table(dimension).where("id = 2").count()
+    assert members == 1
 
 
 def test_a_published_record_traces_to_its_bronze_row_by_its_request_id(
@@ -369,3 +459,7 @@ def _kinds(engine: Engine, table: str) -> list[str]:
             select(LineageCommitRow.kind).where(LineageCommitRow.table_name == table)
         ).all()
     return [r[0] for r in rows]
+
+
+def _newest(spark: SparkSession, table: str) -> int:
+    return int(spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").first()["version"])  # type: ignore[index]

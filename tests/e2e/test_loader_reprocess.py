@@ -1,11 +1,16 @@
 """Reprocessing: a bronze table rebuilt from Kafka into a new location and swapped in by the
-running loader, which keeps landing records exactly once afterwards."""
+running loader, which keeps landing records exactly once afterwards, each traced to its commit
+there."""
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
+from catalog.lineage import LineageStore, LineageSync
+from hub_core.database import create_database_engine
+from migrations import migrate
 from spark_loaders.reprocess import SwapRequests, build
 from tests.support.loader import LoaderTopic
 
@@ -19,7 +24,7 @@ SCHEMA = {
 
 
 def test_rebuild_swaps_in_atomically_and_keeps_what_the_stream_landed_meanwhile(
-    spark: SparkSession, loader_topic: Callable[..., LoaderTopic]
+    spark: SparkSession, loader_topic: Callable[..., LoaderTopic], tmp_path: Path
 ) -> None:
     rebuilt = loader_topic("rebuild")
     table, settings = rebuilt.table, rebuilt.settings
@@ -63,3 +68,23 @@ def test_rebuild_swaps_in_atomically_and_keeps_what_the_stream_landed_meanwhile(
     assert sorted(r["n"] for r in rows) == list(range(60))
     assert len({(r["_hub_partition"], r["_hub_offset"]) for r in rows}) == 60
     assert swaps.list() == []  # settled once a batch after the swap ran
+
+    # Lineage follows the table to its rebuild: each row is held by one commit there, the
+    # rebuild's for what it read from Kafka, the copy's for what the stream landed meanwhile.
+    url = f"sqlite:///{tmp_path / 'lineage.db'}"
+    migrate.upgrade(url)
+    engine = create_database_engine(url)
+    sync = LineageSync(engine, Path(str(settings.warehouse_dir)), min_interval_s=0)
+    sync.sync()
+    store = LineageStore(engine)
+    assert sync.tables()[table] == Path(result.request.location)
+    copied = set()
+    for row in rows:
+        partition, offset = row["_hub_partition"], row["_hub_offset"]
+        hits = store.bronze_holding(table=table, partition=partition, offset=offset)
+        assert len(hits) == 1, (row["n"], hits)
+        if offset <= result.request.end_offsets[str(partition)]:
+            assert hits[0].version == 0, row["n"]
+        elif row["n"] < 50:
+            copied.add(hits[0].version)
+    assert len(copied) == 1 and copied != {0}

@@ -22,6 +22,7 @@ from pyspark.sql.types import (
 )
 from typer.testing import CliRunner
 
+from catalog.lineage import LineageStore, LineageSync
 from hub_cli.main import app
 from hub_core.ledger import LedgerEntry, LedgerKind, TableRead, decode
 from hub_core.naming import TopicName, table_suffix
@@ -297,7 +298,17 @@ def test_gold_commits_name_the_source_versions_they_read_and_an_unchanged_build_
     assert {e for e in dim_entries.values() if e is not None} == {
         LedgerEntry(LedgerKind.GOLD, reads=(TableRead(history, 0, first_history),))
     }
-    fact_entry = LedgerEntry(LedgerKind.GOLD, reads=(TableRead(bronze, 0, first_bronze),))
+    # A fact also names the dimension versions it looked its keys up in.
+    products = f"gold.dim_{shop.domain}_product"
+    first_customers, first_products = _version(spark, customers), _version(spark, products)
+    fact_entry = LedgerEntry(
+        LedgerKind.GOLD,
+        reads=(
+            TableRead(bronze, 0, first_bronze),
+            TableRead(customers, 0, first_customers),
+            TableRead(products, 0, first_products),
+        ),
+    )
     assert set(_gold_entries(spark, facts).values()) == {fact_entry}
 
     # Nothing changed: no commit, so no entry.
@@ -319,7 +330,64 @@ def test_gold_commits_name_the_source_versions_they_read_and_an_unchanged_build_
         LedgerKind.GOLD, reads=(TableRead(history, first_history + 1, _version(spark, history)),)
     )
     assert _gold_entries(spark, facts)[_version(spark, facts)] == LedgerEntry(
-        LedgerKind.GOLD, reads=(TableRead(bronze, first_bronze + 1, _version(spark, bronze)),)
+        LedgerKind.GOLD,
+        reads=(
+            TableRead(bronze, first_bronze + 1, _version(spark, bronze)),
+            TableRead(customers, first_customers + 1, _version(spark, customers)),
+            # The products did not change: the version read alone.
+            TableRead(products, first_products, first_products),
+        ),
     )
     # The ledger entry stays with the builder's own session.
     assert spark.conf.get(USER_METADATA_CONF, None) is None
+
+
+def test_a_dimension_source_change_leads_forward_to_the_facts_keyed_on_it_and_no_further(
+    spark: SparkSession, loader_settings: Any, tmp_path: Path
+) -> None:
+    from hub_core.database import create_database_engine
+    from migrations import migrate
+
+    shop = Shop(spark)
+    builder = WarehouseBuilder(spark, shop.model(), source="test.yaml")
+    history = f"silver.{shop.domain}_customers_history"
+    bronze = f"bronze.{shop.domain}_orders"
+    customers, facts = f"gold.dim_{shop.domain}_customer", f"gold.fact_{shop.domain}_orders"
+    shop.change("customers", "c", 100, {"customer_id": 1, "name": "Ann", "country": "DE"})
+    shop.change("products", "c", 100, {"sku": "A", "name": "Apple"})
+    shop.order("o1", 1, "A", 150)
+    shop.order("o2", 2, "A", 160)  # customer 2 is not known yet: an inferred member
+    builder.build()
+    orders_landed = _version(spark, bronze)
+    inferred, first_facts = _version(spark, customers), _version(spark, facts)
+
+    # The inferred member comes from the orders alone, and names only them; the facts were
+    # looked up in the dimension with it.
+    assert _gold_entries(spark, customers)[inferred] == LedgerEntry(
+        LedgerKind.GOLD, reads=(TableRead(bronze, 0, orders_landed),)
+    )
+    fact_reads = _gold_entries(spark, facts)[first_facts]
+    assert fact_reads is not None and TableRead(customers, 0, inferred) in fact_reads.reads
+
+    # Customer 1 moves: the dimension gets a version, and the next facts are keyed on it.
+    shop.change("customers", "u", 200, {"customer_id": 1, "name": "Ann", "country": "FR"})
+    moved = _version(spark, history)
+    shop.order("o3", 1, "A", 250)
+    builder.build()
+    assert shop.rows("orders", f"order_id, {shop.domain}_customer_key")[-1] == ("o3", 3)
+
+    database = tmp_path / "hub.db"
+    migrate.upgrade(f"sqlite:///{database}")
+    engine = create_database_engine(f"sqlite:///{database}")
+    try:
+        LineageSync(engine, loader_settings.warehouse_dir, min_interval_s=0).sync()
+        store = LineageStore(engine)
+        from_move = [(v.table, v.version) for v in store.downstream([(history, moved)])]
+        from_orders = [(v.table, v.version) for v in store.downstream([(bronze, orders_landed)])]
+    finally:
+        engine.dispose()
+
+    assert from_move == [(customers, _version(spark, customers)), (facts, _version(spark, facts))]
+    # The first orders lead to the inferred member and the fact versions built with it (the
+    # table's creation and its comment), not on through the dimension to later fact versions.
+    assert from_orders == [(customers, inferred), *[(facts, v) for v in range(first_facts + 1)]]

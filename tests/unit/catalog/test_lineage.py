@@ -7,7 +7,7 @@ from sqlalchemy import Engine, func, select
 
 from catalog.lineage import LineageStore, LineageSync
 from catalog.tables import LineageCommitRow
-from hub_core.ledger import LedgerEntry, LedgerKind, OffsetRange, RequestSpan, TableRead
+from hub_core.ledger import SWAPPED_IN, LedgerEntry, LedgerKind, OffsetRange, RequestSpan, TableRead
 from tests.support.ledger_log import write_commit
 
 pytestmark = pytest.mark.unit
@@ -109,3 +109,112 @@ def test_a_position_leads_through_silver_to_the_first_gold_version_built_from_it
     assert [
         (v.table, v.version) for v in store.downstream([(second_batch.table, second_batch.version)])
     ] == [("gold.dim_order", 2), (HISTORY, 2)]
+
+
+def test_a_dimension_source_position_leads_to_the_facts_keyed_on_it_not_on_through_members(
+    hub_engine: Engine, tmp_path: Path
+) -> None:
+    customers = "bronze.cdc_shop_public_customers"
+    customers_history = "silver.cdc_shop_public_customers_history"
+    dimension, fact = "gold.dim_customer", "gold.fact_orders"
+    history = tmp_path / "silver.db" / "cdc_shop_public_customers_history"
+    for version in (0, 1):
+        read = TableRead(customers, version, version)
+        write_commit(history, version, LedgerEntry(LedgerKind.SILVER, batch=version, reads=(read,)))
+
+    def gold(*reads: TableRead) -> LedgerEntry:
+        return LedgerEntry(LedgerKind.GOLD, reads=reads)
+
+    # The dimension built from history 0; an inferred member from the orders (bronze 0..3),
+    # naming them alone; the facts looked up in both. Then the dimension from history 1, and
+    # the next facts (orders 4..5) keyed on it.
+    dim_dir, fact_dir = tmp_path / "gold.db" / "dim_customer", tmp_path / "gold.db" / "fact_orders"
+    write_commit(dim_dir, 1, gold(TableRead(customers_history, 0, 0)), operation="MERGE")
+    write_commit(dim_dir, 2, gold(TableRead(BRONZE, 0, 3)), operation="MERGE")
+    write_commit(fact_dir, 0, gold(TableRead(BRONZE, 0, 3), TableRead(dimension, 0, 2)))
+    write_commit(dim_dir, 3, gold(TableRead(customers_history, 1, 1)), operation="MERGE")
+    write_commit(
+        fact_dir, 1, gold(TableRead(BRONZE, 4, 5), TableRead(dimension, 3, 3)), operation="MERGE"
+    )
+    LineageSync(hub_engine, tmp_path, min_interval_s=0).sync()
+    store = LineageStore(hub_engine)
+
+    def forward(table: str, version: int) -> list[tuple[str, int]]:
+        return [(v.table, v.version) for v in store.downstream([(table, version)])]
+
+    # From a customer's change to the dimension version and the facts keyed on it.
+    assert forward(customers, 1) == [(dimension, 3), (fact, 1), (customers_history, 1)]
+    assert forward(customers, 0) == [(dimension, 1), (fact, 0), (customers_history, 0)]
+    # From an order to its inferred member and its facts, not on to later facts.
+    assert forward(BRONZE, 2) == [(dimension, 2), (fact, 0)]
+
+
+def test_a_replayed_commit_names_each_run_of_its_offsets_and_its_request_once(
+    hub_engine: Engine, warehouse: Path
+) -> None:
+    # Offsets 2 and 7..8 of partition 0, quarantined by batches 0 and 1, then replayed.
+    replayed = LedgerEntry(
+        LedgerKind.BRONZE,
+        topic=TOPIC,
+        ranges=(OffsetRange(0, 2, 2, (120, 120), (0, 0)), OffsetRange(0, 7, 8, (170, 180), (1, 1))),
+        requests=(RequestSpan("req-r", 0, 2, 8),),
+    )
+    write_commit(warehouse / "bronze.db" / "cdc_shop_public_orders", 2, replayed, operation="MERGE")
+    LineageSync(hub_engine, warehouse).sync()
+    store = LineageStore(hub_engine)
+
+    def holding(offset: int) -> list[int]:
+        return [h.version for h in store.bronze_holding(table=BRONZE, partition=0, offset=offset)]
+
+    assert (holding(2), holding(5), holding(8)) == ([0, 2], [1], [1, 2])
+    assert [
+        (h.version, h.first_offset, h.last_offset) for h in store.bronze_by_request("req-r")
+    ] == [(2, 2, 8)]
+    assert [h.version for h in store.bronze_by_lsn(175)] == [1, 2]
+
+
+def test_a_table_swapped_to_its_rebuild_is_indexed_from_there_not_from_its_old_location(
+    hub_engine: Engine, warehouse: Path
+) -> None:
+    sync = LineageSync(hub_engine, warehouse, min_interval_s=0)
+    sync.sync()
+    rebuilds = warehouse / "_rebuilds" / "cdc_shop_public_orders"
+    rebuilt = LedgerEntry(LedgerKind.BRONZE, topic=TOPIC, ranges=(OffsetRange(0, 0, 12),))
+    write_commit(rebuilds / "20261125T050000Z", 0, rebuilt)
+    write_commit(rebuilds / "20261125T060000Z", 0, rebuilt)  # built, not swapped in yet
+    waiting = sync.sync()
+    (rebuilds / "20261125T050000Z" / SWAPPED_IN).write_text(BRONZE)
+    copied = LedgerEntry(LedgerKind.BRONZE, topic=TOPIC, ranges=(OffsetRange(0, 13, 14),))
+    write_commit(rebuilds / "20261125T050000Z", 1, copied, operation="MERGE")
+
+    swapped = sync.sync()
+    store = LineageStore(hub_engine)
+
+    assert (waiting, swapped) == (0, 2)
+    assert sync.tables()[BRONZE] == rebuilds / "20261125T050000Z"
+    assert [h.version for h in store.bronze_holding(table=BRONZE, partition=0, offset=7)] == [0]
+    assert [h.version for h in store.bronze_holding(table=BRONZE, partition=0, offset=14)] == [1]
+    assert store.bronze_by_request("req-1") == []  # the old location's commits are gone
+
+
+def test_request_spans_recorded_after_their_records_name_the_commit_that_landed_them(
+    hub_engine: Engine, warehouse: Path
+) -> None:
+    # Batch 2 landed offsets 10..19 without its spans; a commit of their own came next.
+    bronze = warehouse / "bronze.db" / "cdc_shop_public_orders"
+    landed = LedgerEntry(LedgerKind.BRONZE, batch=2, topic=TOPIC, ranges=(OffsetRange(0, 10, 19),))
+    write_commit(bronze, 2, landed)
+    late = LedgerEntry(
+        LedgerKind.BRONZE, batch=2, topic=TOPIC, requests=(RequestSpan("req-late", 0, 12, 15),)
+    )
+    write_commit(bronze, 3, late, operation="WRITE")
+    LineageSync(hub_engine, warehouse).sync()
+    store = LineageStore(hub_engine)
+
+    hits = store.bronze_by_request("req-late")
+
+    assert [(h.version, h.topic, h.first_offset, h.last_offset) for h in hits] == [
+        (2, TOPIC, 12, 15)
+    ]
+    # A span recorded with its records still names its own commit only.
+    assert [h.version for h in store.bronze_by_request("req-1")] == [1]

@@ -12,6 +12,7 @@ from hub_core.ledger import (
     RequestSpan,
     TableRead,
     decode,
+    joined_ranges,
     read_commits,
 )
 from tests.support.ledger_log import write_commit
@@ -73,3 +74,42 @@ def test_read_commits_returns_each_commit_after_a_version_with_its_entry(tmp_pat
 
 def test_a_table_without_a_log_has_no_commits(tmp_path: Path) -> None:
     assert list(read_commits(tmp_path / "missing")) == []
+
+
+def test_runs_of_a_partition_stay_apart_within_the_limit_and_the_closest_join_beyond_it() -> None:
+    runs = [
+        OffsetRange(0, 30, 31, (300, 310), (3, 3)),
+        OffsetRange(0, 10, 12, (100, 120), (1, 2)),
+        OffsetRange(1, 5, 5),
+        OffsetRange(0, 14, 14, (140, 140), (2, 2)),
+    ]
+
+    # In (partition, first) order, each run its own range.
+    assert joined_ranges(runs, limit=4) == (
+        OffsetRange(0, 10, 12, (100, 120), (1, 2)),
+        OffsetRange(0, 14, 14, (140, 140), (2, 2)),
+        OffsetRange(0, 30, 31, (300, 310), (3, 3)),
+        OffsetRange(1, 5, 5),
+    )
+    # One too many: the smallest gap (12..14) joins, with the source positions of both.
+    assert joined_ranges(runs, limit=3) == (
+        OffsetRange(0, 10, 14, (100, 140), (1, 2)),
+        OffsetRange(0, 30, 31, (300, 310), (3, 3)),
+        OffsetRange(1, 5, 5),
+    )
+    # Never across partitions: one range per partition at least.
+    assert joined_ranges(runs, limit=1) == (
+        OffsetRange(0, 10, 31, (100, 310), (1, 3)),
+        OffsetRange(1, 5, 5),
+    )
+
+
+def test_an_entry_with_several_ranges_of_a_partition_reads_back_as_written() -> None:
+    entry = LedgerEntry(
+        LedgerKind.BRONZE,
+        topic="sales.orders",
+        ranges=(OffsetRange(0, 3, 4), OffsetRange(0, 9, 9), OffsetRange(2, 1, 1)),
+    )
+
+    assert decode(entry.encode()) == entry
+    assert '"batch"' not in entry.encode()
