@@ -72,6 +72,8 @@ class DeltaTables:
         state = self.state(table)
         if state is None:
             return []
+        if not state.schema.fields:  # not read since the table was created or changed
+            state.schema = self._spark.read.format("delta").load(state.location).schema
         changes = diff(spark_columns(state.schema.jsonValue()), spark_columns(incoming.jsonValue()))
         refused = [c for c in changes if not c.applicable]
         if refused:
@@ -125,10 +127,11 @@ class DeltaTables:
             log.info("created table %s", table)
             # What the table was just created with: asking the metastore and Delta for its
             # details (DESCRIBE DETAIL sizes the table) took seconds per new table.
-            location = default_location(self._spark, table)
+            # Its columns are read when next needed (`evolve`): here they would cost a
+            # snapshot of the new table, for a catch-up batch that may be the only one.
             self._known[table] = TableState(
-                location=location,
-                schema=self._spark.read.format("delta").load(location).schema,
+                location=default_location(self._spark, table),
+                schema=StructType(),
                 description=None,
                 type_widening=True,
             )
