@@ -424,9 +424,12 @@ def _inline(
             "if n < 128: out += SMALL[n]",
             f"elif item == {last}[0]: out += {last}[1]",
             "else:",
-            "    chunk = varint(item)",
-            "    out += chunk",
-            f"    {last} = (item, chunk)",
+            "    start = len(out)",
+            "    while n > 127:",
+            "        out.append((n & 0x7F) | 0x80)",
+            "        n >>= 7",
+            "    out.append(n)",
+            f"    {last} = (item, out[start:])",  # a copy of its bytes, which nothing changes
         ]
     writers[f"write{number}"] = write
     return [f"write{number}(out, item)"]
