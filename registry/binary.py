@@ -343,12 +343,13 @@ def _record(fields: tuple[_Field, ...]) -> Write:
     string, integer and nullable field in line and calls the writers of the others.
 
     A change event is records of many small fields (the CDC envelope of a five-column table has
-    22, most of them the same from one change to the next: the source block's names, the
+    21, most of them the same from one change to the next: the source block's names, the
     commit time, the transaction), and a call per field cost more than the writing. Written by
-    a loop calling each field's writer, the `bench/cdc.py` table's change took about 8.8 µs
-    (in process); generated, with each string and multi-byte integer field remembering the
-    bytes of its last value, about 4 µs. Only short strings (under 64 bytes) are remembered:
-    the ones that repeat (names, codes), and a writer never holds on to a large text.
+    a loop calling each field's writer, a change of `bench/cdc.py`'s table took about 8.6 µs
+    (in process, 20,000 inserts and updates); generated, with each string and multi-byte
+    integer field remembering the bytes of its last value, about 5.0 µs. Only short strings
+    (under 64 bytes) are remembered: the ones that repeat (names, codes), and a writer never
+    holds on to a large text.
 
     The generated code does what the field writers do, in the same order, and raises
     `NotDirect` where they would: a missing field (`KeyError`) and text that is not UTF-8
