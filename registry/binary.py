@@ -355,9 +355,10 @@ def _record(fields: tuple[_Field, ...]) -> Write:
     `NotDirect` where they would: a missing field (`KeyError`) and text that is not UTF-8
     (`UnicodeEncodeError`) are turned into it at the end. A value is compared with the
     remembered one only once its type is checked (so `True` never takes the bytes of `1`),
-    and the value and its bytes are kept as one tuple, replaced whole, so threads sharing the
-    writer never pair a value with another's bytes. Field names, tags and bounds enter the
-    source as `repr` literals; writers and the remembered values as closure cells.
+    and the value and its bytes are kept as one tuple, replaced whole and read once per value,
+    so threads sharing the writer never pair a value with another's bytes. Field names, tags
+    and bounds enter the source as `repr` literals; writers and the remembered values as
+    closure cells.
     """
     writers: dict[str, Write] = {}
     remembered: list[str] = []
@@ -403,7 +404,8 @@ def _inline(
         remembered.append(last)
         return [
             "if type(item) is not str: raise NotDirect",
-            f"if item == {last}[0]: out += {last}[1]",
+            f"seen = {last}",  # read once: another thread may replace it meanwhile
+            "if item == seen[0]: out += seen[1]",
             "else:",
             '    encoded = item.encode("utf-8")',
             "    size = len(encoded)",
@@ -423,7 +425,7 @@ def _inline(
             f"if type(item) is not int or not {low} <= item <= {high}: raise NotDirect",
             "n = (item << 1) ^ (item >> 63)",
             "if n < 128: out += SMALL[n]",
-            f"elif item == {last}[0]: out += {last}[1]",
+            f"elif item == (seen := {last})[0]: out += seen[1]",  # read once, as above
             "else:",
             "    start = len(out)",
             "    while n > 127:",
