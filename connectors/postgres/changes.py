@@ -53,16 +53,23 @@ class Pending:
     batches: dict[tuple[str, str], list[IncomingRecord]] = field(default_factory=dict)
     count: int = 0
     since: float = 0.0
+    # The table of the last event and its list: the next event is nearly always of that table.
+    _table: CapturedTable | None = None
+    _records: list[IncomingRecord] = field(default_factory=list)
 
     def add(self, table: CapturedTable, record: IncomingRecord) -> None:
-        if not self.count:
-            self.since = time.monotonic()
-        self.batches.setdefault((table.topic, table.schema_text), []).append(record)
+        if table is not self._table:
+            if not self.count:
+                self.since = time.monotonic()
+            self._records = self.batches.setdefault((table.topic, table.schema_text), [])
+            self._table = table
+        self._records.append(record)
         self.count += 1
 
     def clear(self) -> None:
         self.batches = {}
         self.count = 0
+        self._table = None
 
 
 def envelope(
@@ -107,6 +114,8 @@ class ChangeDecoder:
 
     def handle(self, data: bytes, lsn: int, pending: Pending) -> pgoutput.Commit | None:
         """Decode one message into `pending`; returns the Commit that ends a transaction."""
+        if not self._skipping and self._row_change(data, lsn, pending):
+            return None
         message = pgoutput.decode(data)
         if isinstance(message, pgoutput.Begin):
             self.in_transaction = True
@@ -196,6 +205,22 @@ class ChangeDecoder:
         return IncomingRecord(
             key=key, value=value, headers=headers, timestamp=self._commit_ms or None
         )
+
+    def _row_change(self, data: bytes, lsn: int, pending: Pending) -> bool:
+        """An Insert, or an Update without an old tuple, of a known relation whose every column
+        came as text or null, straight to its event (`pgoutput.row_change_at`): the events
+        `_insert` and `_update` make of it. False for any other message, left to `decode`."""
+        if data[:1] not in (b"I", b"U") or len(data) < 5:
+            return False
+        table = self._table(pgoutput.relation_id_of(data))
+        if table is None:
+            return True
+        after = pgoutput.row_change_at(data, table.shape.converters)
+        if after is None:
+            return False
+        value = envelope("c" if data[0] == 0x49 else "u", None, after, self._source(table, lsn))
+        pending.add(table, self._record(table, key_of(table.shape, after), value))
+        return True
 
     def _insert(self, message: pgoutput.Insert, lsn: int, pending: Pending) -> None:
         table = self._table(message.relation_id)

@@ -197,9 +197,12 @@ def unavailable_value(avro: Any) -> Any:
 
 
 def key_of(shape: TableShape, row: dict[str, Any]) -> dict[str, Any] | None:
-    if not shape.primary_key:
+    key = shape.primary_key
+    if not key:
         return None
-    return {k: row[k] for k in shape.primary_key}
+    if len(key) == 1:  # the commonest key, made without a comprehension's frame
+        return {key[0]: row[key[0]]}
+    return {k: row[k] for k in key}
 
 
 def source_block(

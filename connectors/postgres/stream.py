@@ -7,7 +7,7 @@ psycopg (v3) does not speak the streaming replication protocol, so this module u
 import logging
 import select
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg2
 import psycopg2.errors
@@ -31,8 +31,10 @@ class CreatedSlot:
     snapshot_name: str | None  # valid until the replication connection runs another command
 
 
-@dataclass(frozen=True, slots=True)
-class WalMessage:
+class WalMessage(NamedTuple):
+    """One message of the stream (a tuple: one is made per change, at a third of the cost of
+    a frozen dataclass)."""
+
     payload: bytes
     lsn: int  # the WAL position of the change (XLogData's start)
 
@@ -103,7 +105,7 @@ class ReplicationStream:
             raise CdcSourceUnavailable(f"replication stream broke: {str(exc).strip()}") from exc
         if message is None:
             return None
-        return WalMessage(payload=message.payload, lsn=message.data_start)
+        return WalMessage(message.payload, message.data_start)
 
     def wait(self, seconds: float) -> None:
         """Block until data arrives or `seconds` pass."""

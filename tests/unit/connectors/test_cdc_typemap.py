@@ -159,6 +159,17 @@ def test_array_literals() -> None:
         parse_array("{{1,2},{3,4}}")
 
 
+def test_a_timestamp_column_answers_each_text_even_when_texts_repeat_and_alternate() -> None:
+    first, other = column_type(1184, -1), column_type(1184, -1)
+    noon = "2024-05-01 12:00:00+00"
+    texts = [noon, noon, "2024-05-01 12:00:00.5+02", "infinity", noon, "infinity",
+             "1999-12-31 23:59:59.999999"]  # fmt: skip
+    expected = [1714564800000000, 1714564800000000, 1714557600500000, "infinity",
+                1714564800000000, "infinity", 946684799999999]  # fmt: skip
+    assert [first.convert(text) for text in texts] == expected
+    assert [other.convert(text) for text in reversed(texts)] == expected[::-1]
+
+
 SHAPE = TableShape(
     schema="public",
     table="docs",

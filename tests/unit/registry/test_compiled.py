@@ -365,6 +365,45 @@ def test_values_in_shape_are_written_directly_with_fastavros_bytes(data: st.Data
         messages_match(value, schema)
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_one_writer_given_many_values_writes_each_as_fastavro_writes_it(
+    data: st.DataObject,
+) -> None:
+    """A record's writer remembers the bytes of each field's last value: one converter gets a
+    run of values, each drawn anew or repeated with a field changed, and answers each alone."""
+    document = data.draw(direct_records(fresh_names()))
+    schema = parse(json.dumps(document))
+    converter = CompiledSchema(schema)
+    schema_id = SchemaId(7)
+    previous: list[Any] = []
+    for _ in range(12):
+        value = data.draw(st.one_of(in_shape(document), values(document)))
+        last = previous[-1] if previous else None
+        if isinstance(last, dict) and isinstance(value, dict) and data.draw(st.booleans()):
+            value = {**last, **{k: v for k, v in value.items() if data.draw(st.booleans())}}
+        previous.append(value)
+
+        def general(value: Any = value) -> tuple[bytes, Any]:
+            return converter.encode(converter.to_datum(value), schema_id), ()
+
+        assert _answer(lambda value=value: (converter.to_message(value, schema_id), ())) == (
+            _answer(general)
+        )
+
+
+def test_remembered_field_values_never_stand_for_values_of_another_type() -> None:
+    schema = parse(json.dumps({"type": "record", "name": "R", "fields": [
+        {"name": "n", "type": ["null", "long"]}, {"name": "s", "type": "string"},
+    ]}))  # fmt: skip
+    converter = compiled(schema)
+    for value in ({"n": 300, "s": "a"}, {"n": 300.0, "s": "a"}, {"n": 1, "s": "a"},
+                  {"n": True, "s": "a"}, {"n": 300, "s": "b"}, {"n": 300, "s": "a"}):  # fmt: skip
+        assert _answer(lambda value=value: converter.to_message(value, SchemaId(1))) == _answer(
+            lambda value=value: converter.encode(converter.to_datum(value), SchemaId(1))
+        )
+
+
 # -- examples the generator does not reach ------------------------------------------------------
 
 RECURSIVE = {
