@@ -335,11 +335,13 @@ class BronzeLoader:
         )
         landing = _Landing(topic, table, batch, ingested_at, merge)
         counts = None
+        redone = False
         if decoded.landed is not None:
             assert decoded.decodable is not None and decoded.undecodable is not None
             if self._land_rows(landing, decoded.landed, decoded.reader, decoded.decodable):
                 progress.bronze_written = True
                 counts = decoded.counts()
+                redone = counts is None
                 if counts is None or counts.undecodable:
                     landing.quarantine(decoded.undecodable, maybe_empty=counts is None)
                 if counts is not None:
@@ -354,7 +356,13 @@ class BronzeLoader:
             self._published.discard(topic)
         elif batch.spans is None and progress.bronze_written:
             # Records carrying request ids where the previous batch had none, or not known.
-            self._record_requests(landing, records, topic)
+            try:
+                self._record_requests(landing, records, topic)
+            except Exception as error:  # lineage never sets landed records aside
+                if classify(error) is not FailureKind.FEED:
+                    raise
+                log.warning("batch %d of %s: its request spans were not recorded: %s",
+                            batch.batch_id, topic, describe(error))  # fmt: skip
         if landing.quarantined:
             rows = landing.quarantined[0]
             for more in landing.quarantined[1:]:
@@ -369,7 +377,7 @@ class BronzeLoader:
                 )
         LOADER_METRICS.landed(table, landing.landed)
         LOADER_METRICS.quarantined(table, landing.reasons)
-        return landing.note(redone=progress.bronze_written and counts is None)
+        return landing.note(redone=redone)
 
     def _land_rows(
         self,

@@ -73,9 +73,12 @@ def _header(records: DataFrame, name: str) -> Column:
     """The first value of header `name` as text; null when absent or headers are not read."""
     if "headers" not in records.columns:
         return F.lit(None).cast("string")
-    found = F.filter("headers", lambda h: h["key"] == F.lit(name))
-    # `get` answers null past the end, where `element_at` fails under ANSI mode.
-    return F.get(found, 0)["value"].cast("string")
+    # The first header of that name, by its position among the keys: a lambda (`filter`)
+    # would stop Spark from compiling the batch's projection, which cost a quarter of the
+    # bronze write's time. `array_position` is 1-based and 0 when absent; `get` answers null
+    # outside the array, where `element_at` fails under ANSI mode.
+    position = F.array_position(F.col("headers.key"), name)
+    return F.get(F.col("headers.value"), position - 1).cast("string")
 
 
 def payload() -> Column:

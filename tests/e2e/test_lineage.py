@@ -14,6 +14,7 @@ import pytest
 import yaml
 from confluent_kafka import KafkaException
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from sqlalchemy import Engine, select
 
 from catalog.lineage import LineageStore, LineageSync
@@ -21,6 +22,7 @@ from catalog.tables import LineageCommitRow
 from hub_core.database import create_database_engine
 from hub_kafka.settings import KafkaSettings
 from migrations import migrate
+from spark_loaders.bronze import BronzeLoader
 from spark_loaders.lineage import USER_METADATA_CONF
 from spark_loaders.replay import replay
 from spark_loaders.settings import LoaderSettings
@@ -234,7 +236,7 @@ def test_a_replayed_change_traces_from_its_row_to_its_lsn_and_on_to_silver_and_g
     assert members == 1
 
 
-def test_a_published_record_traces_to_its_bronze_row_by_its_request_id(
+def test_published_records_trace_to_the_bronze_version_that_landed_them_by_their_request_id(
     spark: SparkSession,
     loader_settings: LoaderSettings,
     kafka_bootstrap: str,
@@ -246,15 +248,6 @@ def test_a_published_record_traces_to_its_bronze_row_by_its_request_id(
     topic = unique_topic("lineage")
     visit = {"type": "record", "name": "Visit", "fields": [{"name": "page", "type": "string"}]}
     create_feed(api_url, key, topic=topic, schema=visit, owner="lineage", partitions=1)
-    request_id = f"req-{uuid.uuid4().hex[:12]}"
-    answer = httpx.post(
-        f"{api_url}/v1/feeds/{topic}/records",
-        json={"records": [{"value": {"page": "/a"}}, {"value": {"page": "/b"}}]},
-        headers={**bearer(key), "X-Request-Id": request_id, "Idempotency-Key": "visit-1"},
-        timeout=30,
-    )
-    assert answer.status_code == 200, answer.text
-    assert answer.headers["X-Request-Id"] == request_id
     settings = loader_settings.model_copy(
         update={
             "checkpoint_dir": tmp_path / "checkpoints",
@@ -262,22 +255,45 @@ def test_a_published_record_traces_to_its_bronze_row_by_its_request_id(
             "schema_refresh_seconds": 0.0,
         }
     )
-    land_once(spark, settings, KafkaSettings(bootstrap_servers=kafka_bootstrap))
-
+    # One loader for both batches: the first is the first it sees of the topic (its request
+    # spans are recorded after its records), the second one of a topic known to carry them.
+    loader = BronzeLoader(spark, settings, KafkaSettings(bootstrap_servers=kafka_bootstrap))
     table = f"bronze.{topic.replace('.', '_')}"
-    landed = (
-        spark.table(table)
-        .select("_hub_request_id", "_hub_idempotency_key", "_hub_partition", "_hub_offset")
-        .collect()
-    )
-    assert {(r["_hub_request_id"], r["_hub_idempotency_key"]) for r in landed} == {
-        (request_id, "visit-1")
-    }
     engine = _index(tmp_path)
-    LineageSync(engine, Path(str(settings.warehouse_dir)), min_interval_s=0).sync()
-    (hit,) = LineageStore(engine).bronze_by_request(request_id)
-    offsets = [r["_hub_offset"] for r in landed]
-    assert (hit.table, hit.first_offset, hit.last_offset) == (table, min(offsets), max(offsets))
+    for batch, pages in enumerate((["/a", "/b"], ["/c"])):
+        request_id = f"req-{uuid.uuid4().hex[:12]}"
+        answer = httpx.post(
+            f"{api_url}/v1/feeds/{topic}/records",
+            json={"records": [{"value": {"page": page}} for page in pages]},
+            headers={**bearer(key), "X-Request-Id": request_id, "Idempotency-Key": f"v{batch}"},
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["X-Request-Id"] == request_id
+        loader.start(available_now=True).awaitTermination()
+
+        landed = (
+            spark.table(table)
+            .where(F.col("_hub_request_id") == request_id)
+            .select("_hub_idempotency_key", "_hub_offset")
+            .collect()
+        )
+        assert [r["_hub_idempotency_key"] for r in landed] == [f"v{batch}"] * len(pages)
+        LineageSync(engine, Path(str(settings.warehouse_dir)), min_interval_s=0).sync()
+        (hit,) = LineageStore(engine).bronze_by_request(request_id)
+        offsets = [r["_hub_offset"] for r in landed]
+        assert (hit.table, hit.first_offset, hit.last_offset) == (table, min(offsets), max(offsets))
+        # The version named is the one that landed the records.
+        assert _holding(spark, table, hit.version - 1, offsets) == 0
+        assert _holding(spark, table, hit.version, offsets) == len(pages)
+
+
+def _holding(spark: SparkSession, table: str, version: int, offsets: list[int]) -> int:
+    """How many of the offsets version `version` of the table holds (none before it existed)."""
+    if version < 0:
+        return 0
+    rows = spark.read.option("versionAsOf", version).table(table)
+    return rows.where(F.col("_hub_offset").isin(offsets)).count()
 
 
 def _execute(dsn: str, *statements: str) -> None:

@@ -150,3 +150,24 @@ def test_a_type_change_delta_cannot_apply_is_quarantined_not_fatal(
     assert bytes(held["_hub_value"])[5:] == encode(
         as_float, {"order_id": "b", "qty": 2.5, "ratio": 2}
     )
+
+
+def test_records_of_a_writer_registered_under_another_subject_land_beside_the_topics_own(
+    spark: SparkSession, loader_topic: Callable[..., LoaderTopic]
+) -> None:
+    # Producers using another subject name strategy frame records with ids of their own
+    # subject; the topic's newest version reads them, so they land, in a commit of their own.
+    mixed = loader_topic("mixed")
+    own = mixed.register(V1)
+    other = mixed.register(STRAY, subject=f"{mixed.name}.Order-value")
+    mixed.register(V3)
+    mixed.produce(own, V1, [{"order_id": "o1", "qty": 1, "ratio": 0.5}])
+    mixed.produce(other, STRAY, [{"order_id": "s1", "qty": 2}, {"order_id": "s2", "qty": 3}])
+    mixed.land(spark)
+    mixed.land(spark)  # nothing new: nothing twice
+
+    rows = {r["order_id"]: r for r in spark.table(mixed.table).collect()}
+    assert sorted(rows) == ["o1", "s1", "s2"]
+    assert (rows["o1"]["_hub_schema_id"], rows["s1"]["_hub_schema_id"]) == (own, other)
+    assert rows["s2"]["qty"] == 3 and rows["s2"]["ratio"] == 0.0
+    assert live_count(spark, mixed.quarantine) == 0
