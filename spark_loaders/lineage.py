@@ -99,17 +99,14 @@ def bronze_entry(
                 _pair(source, "tx") if source else None,
             )
         )
-    spans = sorted(
-        (RequestSpan(r["request_id"], r["partition"], r["first"], r["last"]) for r in requests),
-        key=lambda s: (s.partition, s.first, s.request_id),
-    )
+    spans, omitted = _request_spans(requests)
     return LedgerEntry(
         LedgerKind.BRONZE,
         batch=batch_id,
         topic=topic,
         ranges=tuple(ranges),
-        requests=tuple(spans[:MAX_REQUESTS]),
-        requests_omitted=max(0, len(spans) - MAX_REQUESTS),
+        requests=spans,
+        requests_omitted=omitted,
     )
 
 
@@ -202,17 +199,20 @@ def runs_entry(topic: str, runs: Iterable[Any], requests: Iterable[Any] = ()) ->
         )
         for r in runs
     )
+    spans, omitted = _request_spans(requests)
+    return LedgerEntry(
+        LedgerKind.BRONZE, topic=topic, ranges=ranges, requests=spans, requests_omitted=omitted
+    )
+
+
+def _request_spans(requests: Iterable[Any]) -> tuple[tuple[RequestSpan, ...], int]:
+    """`requests` rows (partition, request_id, first, last) as an entry's spans, in offset
+    order, the first `MAX_REQUESTS`; and how many were left out."""
     spans = sorted(
         (RequestSpan(r["request_id"], r["partition"], r["first"], r["last"]) for r in requests),
         key=lambda s: (s.partition, s.first, s.request_id),
     )
-    return LedgerEntry(
-        LedgerKind.BRONZE,
-        topic=topic,
-        ranges=ranges,
-        requests=tuple(spans[:MAX_REQUESTS]),
-        requests_omitted=max(0, len(spans) - MAX_REQUESTS),
-    )
+    return tuple(spans[:MAX_REQUESTS]), max(0, len(spans) - MAX_REQUESTS)
 
 
 def _source_columns(rows: DataFrame) -> tuple[Column, Column]:

@@ -21,6 +21,7 @@ from connectors.postgres.envelope import (
 from connectors.postgres.pgoutput import UNCHANGED_TOAST
 from connectors.postgres.typemap import column_type
 from publish.publisher import IncomingRecord
+from tests.support.pgoutput import pg_string, pg_tuple
 
 pytestmark = pytest.mark.unit
 
@@ -34,33 +35,16 @@ SHAPE = TableShape(
     columns=tuple(TableColumn(name=n, type=column_type(o, m), type_oid=o) for n, o, m in COLUMNS),
     primary_key=("id",),
 )
+
 NOON = "2026-11-25 12:00:00.123456+00"
 NOON_MICROS = 1_795_608_000_123_456
 
 
-def _string(text: str) -> bytes:
-    return text.encode() + b"\x00"
-
-
-def _tuple(*values: str | object | None) -> bytes:
-    out = struct.pack(">h", len(values))
-    for value in values:
-        if value is None:
-            out += b"n"
-        elif value is UNCHANGED_TOAST:
-            out += b"u"
-        else:
-            assert isinstance(value, str)
-            raw = value.encode()
-            out += b"t" + struct.pack(">i", len(raw)) + raw
-    return out
-
-
 def _relation() -> bytes:
-    out = b"R" + struct.pack(">I", RELATION_ID) + _string("public") + _string("orders") + b"d"
+    out = b"R" + struct.pack(">I", RELATION_ID) + pg_string("public") + pg_string("orders") + b"d"
     out += struct.pack(">h", len(COLUMNS))
     for name, oid, modifier in COLUMNS:
-        out += bytes([name == "id"]) + _string(name) + struct.pack(">Ii", oid, modifier)
+        out += bytes([name == "id"]) + pg_string(name) + struct.pack(">Ii", oid, modifier)
     return out
 
 
@@ -100,9 +84,9 @@ def test_inserts_and_updates_become_create_and_update_events_with_their_rows() -
     records = _decode(
         _begin(2000, 7),
         _relation(),
-        _change(b"I", b"N", _tuple("1", "42", "12.50", "new", NOON)),
-        _change(b"I", b"N", _tuple("2", None, "-0.01", "n\u00e9w", NOON)),
-        _change(b"U", b"N", _tuple("1", "42", "13.50", "paid", NOON)),
+        _change(b"I", b"N", pg_tuple("1", "42", "12.50", "new", NOON)),
+        _change(b"I", b"N", pg_tuple("2", None, "-0.01", "n\u00e9w", NOON)),
+        _change(b"U", b"N", pg_tuple("1", "42", "13.50", "paid", NOON)),
         _commit(2000),
     )
     assert [(r.key, r.value["op"], r.value["before"], r.value["after"]) for r in records] == [
@@ -123,7 +107,7 @@ def test_an_update_with_a_value_not_sent_carries_the_marker_and_names_the_column
     (record,) = _decode(
         _begin(2000, 7),
         _relation(),
-        _change(b"U", b"N", _tuple("1", "42", "13.50", UNCHANGED_TOAST, NOON)),
+        _change(b"U", b"N", pg_tuple("1", "42", "13.50", UNCHANGED_TOAST, NOON)),
         _commit(2000),
     )
     assert record.value["after"] == _row(1, 42, "13.50", UNAVAILABLE)
@@ -137,9 +121,9 @@ def test_an_update_of_the_key_deletes_the_old_key_and_creates_the_new_one() -> N
         _change(
             b"U",
             b"K",
-            _tuple("1", None, None, None, None),
+            pg_tuple("1", None, None, None, None),
             b"N",
-            _tuple("3", "42", "13.50", "paid", NOON),
+            pg_tuple("3", "42", "13.50", "paid", NOON),
         ),
         _commit(2000),
     )
@@ -162,7 +146,7 @@ def test_changes_of_a_transaction_before_the_resume_position_are_skipped() -> No
     )
     pending = Pending()
     for message in (_begin(2000, 7), _relation(),
-                    _change(b"I", b"N", _tuple("1", "42", "12.50", "new", NOON)),
+                    _change(b"I", b"N", pg_tuple("1", "42", "12.50", "new", NOON)),
                     _commit(2000)):  # fmt: skip
         decoder.handle(message, 1000, pending)
     assert pending.count == 0

@@ -20,30 +20,13 @@ from connectors.postgres.pgoutput import (
     format_lsn,
     parse_lsn,
 )
+from tests.support.pgoutput import pg_string, pg_tuple
 
 pytestmark = pytest.mark.unit
 
 # 2024-01-01T00:00:00Z in microseconds since 2000-01-01.
 JAN_2024_PG_MICROS = 757_382_400_000_000
 JAN_2024_UNIX_MS = 1_704_067_200_000
-
-
-def _string(text: str) -> bytes:
-    return text.encode() + b"\x00"
-
-
-def _tuple(*values: str | object | None) -> bytes:
-    out = struct.pack(">h", len(values))
-    for value in values:
-        if value is None:
-            out += b"n"
-        elif value is UNCHANGED_TOAST:
-            out += b"u"
-        else:
-            assert isinstance(value, str)
-            raw = value.encode()
-            out += b"t" + struct.pack(">i", len(raw)) + raw
-    return out
 
 
 def test_begin_and_commit() -> None:
@@ -57,15 +40,15 @@ def test_relation_with_key_flags_and_identity() -> None:
     data = (
         b"R"
         + struct.pack(">I", 16384)
-        + _string("public")
-        + _string("orders")
+        + pg_string("public")
+        + pg_string("orders")
         + b"f"
         + struct.pack(">h", 2)
         + b"\x01"
-        + _string("id")
+        + pg_string("id")
         + struct.pack(">Ii", 20, -1)
         + b"\x00"
-        + _string("amount")
+        + pg_string("amount")
         + struct.pack(">Ii", 1700, (10 << 16 | 2) + 4)
     )
     relation = pgoutput.decode(data)
@@ -80,17 +63,17 @@ def test_relation_with_key_flags_and_identity() -> None:
 
 
 def test_type_message() -> None:
-    data = b"Y" + struct.pack(">I", 90001) + _string("public") + _string("mood")
+    data = b"Y" + struct.pack(">I", 90001) + pg_string("public") + pg_string("mood")
     assert pgoutput.decode(data) == TypeInfo(type_oid=90001, schema="public", name="mood")
 
 
 def test_insert_with_null_and_utf8_text() -> None:
-    data = b"I" + struct.pack(">I", 7) + b"N" + _tuple("1", None, "grüße")
+    data = b"I" + struct.pack(">I", 7) + b"N" + pg_tuple("1", None, "grüße")
     assert pgoutput.decode(data) == Insert(relation_id=7, new=("1", None, "grüße"))
 
 
 def test_update_without_old_tuple_keeps_unchanged_toast_marker() -> None:
-    data = b"U" + struct.pack(">I", 7) + b"N" + _tuple("1", UNCHANGED_TOAST, "3")
+    data = b"U" + struct.pack(">I", 7) + b"N" + pg_tuple("1", UNCHANGED_TOAST, "3")
     update = pgoutput.decode(data)
     assert update == Update(
         relation_id=7, old=None, old_is_key_only=False, new=("1", UNCHANGED_TOAST, "3")
@@ -99,7 +82,7 @@ def test_update_without_old_tuple_keeps_unchanged_toast_marker() -> None:
 
 @pytest.mark.parametrize(("marker", "key_only"), [(b"K", True), (b"O", False)])
 def test_update_with_old_key_or_old_row(marker: bytes, key_only: bool) -> None:
-    data = b"U" + struct.pack(">I", 7) + marker + _tuple("1", None) + b"N" + _tuple("2", "x")
+    data = b"U" + struct.pack(">I", 7) + marker + pg_tuple("1", None) + b"N" + pg_tuple("2", "x")
     update = pgoutput.decode(data)
     assert isinstance(update, Update)
     assert update.old == ("1", None) and update.old_is_key_only is key_only
@@ -107,7 +90,7 @@ def test_update_with_old_key_or_old_row(marker: bytes, key_only: bool) -> None:
 
 
 def test_delete_with_key() -> None:
-    data = b"D" + struct.pack(">I", 7) + b"K" + _tuple("5", None)
+    data = b"D" + struct.pack(">I", 7) + b"K" + pg_tuple("5", None)
     assert pgoutput.decode(data) == Delete(relation_id=7, old=("5", None), old_is_key_only=True)
 
 
