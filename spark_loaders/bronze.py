@@ -150,16 +150,18 @@ class BronzeLoader:
         # planned without a job over the records. Only a batch reading a partition that
         # appeared since the previous one needs that job.
         ranges = kafka_ranges(self._spark, self._checkpoint, batch_id)
-        if ranges is None:
-            batch = batch.persist()
-            ranges = record_ranges(batch)
-        topics = sorted(ranges)
-        ahead = [t for t in topics if t in self._published]
-        # Read more than once (several topics, request spans gathered before the write, the
-        # source positions of change events), the batch is cached by the first job reading it.
-        if len(topics) > 1 or ahead or any(t in self._change_feeds for t in topics):
-            batch = batch.persist()
         try:
+            if ranges is None:
+                batch = batch.persist()
+                ranges = record_ranges(batch)
+            topics = sorted(ranges)
+            ahead = [t for t in topics if t in self._published]
+            # Read more than once (several topics, request spans gathered before the write,
+            # the source positions of change events), the batch is cached by the first job
+            # reading it.
+            many = len(topics) > 1 or ahead or any(t in self._change_feeds for t in topics)
+            if many and not batch.is_cached:
+                batch = batch.persist()
             spans: dict[str, list[Row]] = {topic: [] for topic in ahead}
             if ahead:
                 # One job for the publish request spans of every topic expected to have some.
