@@ -65,7 +65,6 @@ class _Progress:
     quarantine records that are already in bronze."""
 
     bronze_written: bool = False
-    quarantined_whole: bool = False
 
 
 class BronzeLoader:
@@ -270,7 +269,6 @@ class BronzeLoader:
                     version=batch_id,
                     partitioned=False,
                 )
-                progress.quarantined_whole = True
                 self.statuses.set_aside(
                     topic,
                     FeedState.QUARANTINING,
@@ -288,12 +286,7 @@ class BronzeLoader:
                 if classify(second) is not FailureKind.FEED:
                     raise
                 message += f"; quarantine failed too: {describe(second)}"
-        offsets = {
-            row["partition"]: (row["first"], row["last"])
-            for row in records.groupBy("partition")
-            .agg(F.min("offset").alias("first"), F.max("offset").alias("last"))
-            .collect()
-        }
+        offsets = record_ranges(records).get(topic, {})
         self.statuses.set_aside(
             topic,
             FeedState.PARKED,

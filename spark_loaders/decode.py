@@ -227,7 +227,6 @@ class SubjectDecode:
     undecodable: DataFrame | None
     others: DataFrame
     reader: LatestSchema | None
-    writers: dict[SchemaId, tuple[str, str]] = field(default_factory=dict)
     observation: Observation | None = None
 
     def counts(self, *, wait_s: float = 2.0) -> TopicCounts | None:
@@ -243,19 +242,20 @@ def decode_subject(records: DataFrame, *, subject: str, registry: RegistryClient
     """Decode the records (Kafka columns + `_hub_schema_id`) framed with one of the subject's
     own writer schemas that resolves to its newest version; see `SubjectDecode`."""
     reader = registry.latest(subject)
-    writers: dict[SchemaId, tuple[str, str]] = {}
+    writers: dict[SchemaId, str] = {}
     if reader is not None:
         for candidate, writer in sorted(registry.writers(subject).items()):
             if _resolution_problem(reader.text, writer) is None:
-                writers[candidate] = (writer, reader.text)
+                writers[candidate] = writer
     schema_id = F.col("_hub_schema_id")
     known = F.coalesce(schema_id.isin(list(writers)), F.lit(False))
     others = records.where(~known)
     if not writers:
         return SubjectDecode(None, None, None, others, reader)
+    assert reader is not None
     value: Column | None = None
-    for writer_id, (writer, reader_text) in writers.items():
-        branch = decode(writer, reader_text)
+    for writer_id, writer in writers.items():
+        branch = decode(writer, reader.text)
         value = (
             F.when(schema_id == writer_id, branch)
             if value is None
@@ -278,7 +278,7 @@ def decode_subject(records: DataFrame, *, subject: str, registry: RegistryClient
         QuarantineReason.PAYLOAD_UNDECODABLE,
         "the payload is not a valid Avro datum of its writer schema (`_hub_schema_id`)",
     )
-    return SubjectDecode(landed, decodable, undecodable, others, reader, writers, observation)
+    return SubjectDecode(landed, decodable, undecodable, others, reader, observation)
 
 
 def observed(observation: Observation, name: str, *, wait_s: float = 2.0) -> int | None:

@@ -48,9 +48,10 @@ def kafka_ranges(spark: SparkSession, checkpoint: Location, batch_id: int) -> Ra
     for topic, partitions in end.items():
         for partition, last_exclusive in partitions.items():
             first = start.get(topic, {}).get(partition)
-            if first is None and last_exclusive > 0:
-                return None
-            first = first or 0
+            if first is None:
+                if last_exclusive > 0:
+                    return None
+                continue  # new, and empty: nothing to read
             if last_exclusive > first:
                 ranges.setdefault(topic, {})[partition] = (first, last_exclusive - 1)
     return ranges
