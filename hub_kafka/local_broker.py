@@ -358,12 +358,28 @@ class LocalBroker:
         )
 
     def _answers(self, *, timeout_s: float) -> bool:
+        """Whether this broker answers on its port. The answer must name the cluster its
+        storage was formatted for: while a broker is down, another process may take its free
+        port, and a broker of another cluster answering there is not this one."""
         admin = AdminClient({**client_config(self.client_settings()), "log_level": 0})
         try:
             metadata = admin.list_topics(timeout=timeout_s)
         except KafkaException:
             return False
-        return bool(metadata.brokers)
+        formatted = self.formatted_cluster_id()
+        return bool(metadata.brokers) and (formatted is None or metadata.cluster_id == formatted)
+
+    def formatted_cluster_id(self) -> str | None:
+        """The cluster id in this broker's `meta.properties`; None before its storage exists."""
+        try:
+            lines = (self.home / "data" / "meta.properties").read_text().splitlines()
+        except FileNotFoundError:
+            return None
+        for line in lines:
+            name, _, value = line.partition("=")
+            if name.strip() == "cluster.id":
+                return value.strip()
+        return None
 
 
 def new_cluster_id() -> str:

@@ -47,6 +47,30 @@ def test_broker_starts_keeps_data_across_restarts_and_stops_cleanly(tmp_path: Pa
     assert not (tmp_path / "kafka" / "broker.pid").exists()
 
 
+def test_a_broker_of_another_cluster_on_the_port_is_not_taken_for_this_one(
+    tmp_path: Path, kafka_bootstrap: str
+) -> None:
+    """While a broker is down, another process may take its free port: a restart must not
+    report ready because someone answers there (clients would then write to the wrong
+    cluster). This broker's storage names its own cluster; the session's broker holds the
+    port."""
+    port = int(kafka_bootstrap.rsplit(":", 1)[1])
+    settings = KafkaSettings(
+        broker_home=tmp_path / "kafka",
+        broker_jars_dir=JARS / "kafka",
+        broker_port=port,
+        controller_port=free_port(),
+    )
+    broker = LocalBroker(settings)
+    (broker.home / "data").mkdir(parents=True)
+    (broker.home / "data" / "meta.properties").write_text(
+        "version=1\ncluster.id=another-cluster-id-000\nnode.id=1\n"
+    )
+    assert broker.formatted_cluster_id() == "another-cluster-id-000"
+    with pytest.raises(BrokerError):
+        broker.wait_ready(3.0)
+
+
 def test_missing_jars_give_an_error_that_names_the_fix(tmp_path: Path) -> None:
     settings = KafkaSettings(broker_home=tmp_path / "k", broker_jars_dir=tmp_path / "no-jars")
     with pytest.raises(BrokerError, match="make jars"):
