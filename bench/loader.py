@@ -9,7 +9,8 @@ Figures, each for both jobs, in one Spark session, on one local Kafka broker:
 
 - throughput: records landed per second catching up a topic of N records (availableNow),
   median of `--repeats` runs taking turns, after both jobs warmed up on a smaller topic; beside
-  a raw consume ceiling: one confluent-kafka consumer reading the same topic through;
+  a raw consume ceiling: one confluent-kafka consumer reading the same topic through; and the
+  executor CPU seconds each catch-up cost (Spark's task metrics), steadier than wall time;
 - freshness: a steady publisher (1 partition, `--rate` records/s for `--duration` s) while the
   job runs with a 1 s trigger; a reader polls the table, and a record's freshness is the time
   from its Kafka acknowledgement to the first poll that sees it (p50, p95);
@@ -77,6 +78,7 @@ class Figures:
     add_batch_ms: float = 0.0
     rss_mb: float = 0.0
     peak_rss_mb: float = 0.0
+    cpu_s: float = 0.0  # executor CPU of one catch-up (median)
 
 
 def main() -> None:
@@ -118,6 +120,7 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
             print(f"warm-up: {figures.name} catching up {args.warmup} records", flush=True)
             start(warmup, True, 0)[0].awaitTermination()
         rates: dict[str, list[float]] = {base.name: [], hub.name: []}
+        cpu: dict[str, list[float]] = {base.name: [], hub.name: []}
         for run in range(1, args.repeats + 1):
             # Taking turns, so neither job always runs on a machine the other just warmed.
             for figures, start in starters if run % 2 else starters[::-1]:
@@ -128,12 +131,17 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
                 query, _ = start(bulk, True, run)
                 query.awaitTermination()
                 rates[figures.name].append(args.records / (time.monotonic() - began))
-                print(f"  {rates[figures.name][-1]:.0f} records/s; {_durations(query)}")
+                cpu[figures.name].append(_executor_cpu_s(spark, str(query.runId)))
+                print(
+                    f"  {rates[figures.name][-1]:.0f} records/s, executor CPU "
+                    f"{cpu[figures.name][-1]:.2f} s; {_durations(query)}"
+                )
                 _print_job_names(spark, str(query.runId), 1)
                 rss = _rss(spark)
                 figures.rss_mb, figures.peak_rss_mb = rss[0], max(rss[1], figures.peak_rss_mb)
         for figures in (base, hub):
             figures.throughput = statistics.median(rates[figures.name])
+            figures.cpu_s = statistics.median(cpu[figures.name])
 
         for index, (figures, start) in enumerate(starters):
             topic = f"bench.fresh{index}"
@@ -339,6 +347,22 @@ def _print_job_names(spark: SparkSession, run_id: str, batches: int) -> None:
     )
 
 
+def _executor_cpu_s(spark: SparkSession, run_id: str) -> float:
+    """Executor CPU seconds of a query's jobs, from the Spark UI's REST API: what the records
+    cost, steadier than wall time on a shared machine."""
+    context = spark.sparkContext
+    if not context.uiWebUrl:
+        return 0.0
+    base = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}"
+    time.sleep(0.5)  # the listener bus reports a job's stages a moment after it ends
+    jobs = [j for j in httpx.get(f"{base}/jobs", timeout=10).json() if j.get("jobGroup") == run_id]
+    nanos = 0
+    for stage_id in {s for job in jobs for s in job["stageIds"]}:
+        for attempt in httpx.get(f"{base}/stages/{stage_id}", timeout=10).json():
+            nanos += attempt.get("executorCpuTime", 0)
+    return nanos / 1e9
+
+
 def _ui_time(text: str) -> float:
     """Seconds since the epoch of the UI's `2026-01-02T03:04:05.678GMT`."""
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%Z").timestamp()
@@ -370,6 +394,10 @@ def _report(base: Figures, hub: Figures, args: argparse.Namespace, ceiling: floa
         )
     print(f"{'raw consume ceiling':<20}{ceiling:>12.0f}")
     print(f"throughput ratio (hub / minimal): {hub.throughput / base.throughput:.2f}")
+    print(
+        f"executor CPU per catch-up (median): minimal {base.cpu_s:.2f} s, hub {hub.cpu_s:.2f} s, "
+        f"ratio {hub.cpu_s / base.cpu_s if base.cpu_s else 0:.2f} (hub / minimal)"
+    )
     print(
         f"freshness ratio p50 {hub.fresh_p50 / base.fresh_p50:.2f}, "
         f"p95 {hub.fresh_p95 / base.fresh_p95:.2f} (hub / minimal; at most 1.0 is the target)"

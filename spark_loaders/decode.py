@@ -22,7 +22,7 @@ from pyspark.sql.avro.functions import from_avro
 
 from registry.compatibility import reader_can_read
 from registry.types import SchemaId
-from registry.wire import HEADER_SIZE, MAGIC_BYTE
+from registry.wire import HEADER_SIZE, MAGIC_BYTE, frame
 from spark_loaders.quarantine import QuarantineReason, quarantine_rows
 from spark_loaders.schemas import LatestSchema, RegistryClient
 
@@ -60,13 +60,19 @@ def with_schema_id(records: DataFrame) -> DataFrame:
     )
 
 
-def _metadata(columns: list[str]) -> list[Column]:
+def _metadata(columns: list[str], *, schema_id: Column | None = None) -> list[Column]:
     """The metadata columns; those the records lack (replayed quarantine rows carry no
-    headers) are null."""
-    return [
-        (F.col(c) if c in columns else F.lit(None).cast("string")).alias(n)
-        for n, c in METADATA_COLUMNS.items()
-    ]
+    headers) are null. `schema_id` stands in for the records' `_hub_schema_id`."""
+    chosen = []
+    for name, source in METADATA_COLUMNS.items():
+        if name == "_hub_schema_id" and schema_id is not None:
+            column = schema_id
+        elif source in columns:
+            column = F.col(source)
+        else:
+            column = F.lit(None).cast("string")
+        chosen.append(column.alias(name))
+    return chosen
 
 
 def _header(records: DataFrame, name: str) -> Column:
@@ -247,21 +253,30 @@ def decode_subject(records: DataFrame, *, subject: str, registry: RegistryClient
         for candidate, writer in sorted(registry.writers(subject).items()):
             if _resolution_problem(reader.text, writer) is None:
                 writers[candidate] = writer
-    schema_id = F.col("_hub_schema_id")
-    known = F.coalesce(schema_id.isin(list(writers)), F.lit(False))
+    # A record's writer is told by comparing its 5-byte frame with each writer's, as bytes,
+    # and the landed rows' `_hub_schema_id` is the matching writer's id. The id as a number
+    # (`with_schema_id`) takes three text conversions per record, paid again at each use (the
+    # CASE, the counts, the column): decoding 1,000,000 records alone took 2.45 executor CPU
+    # seconds that way and 2.21 this way (medians of 3, one session, beside other work).
+    header = F.substring("value", 1, HEADER_SIZE)
+    frames = {writer_id: F.lit(frame(writer_id, b"")) for writer_id in writers}
+    known = F.coalesce(header.isin(list(frames.values())), F.lit(False))
     others = records.where(~known)
     if not writers:
         return SubjectDecode(None, None, None, others, reader)
     assert reader is not None
     value: Column | None = None
+    landed_id: Column | None = None
     for writer_id, writer in writers.items():
         branch = decode(writer, reader.text)
-        value = (
-            F.when(schema_id == writer_id, branch)
-            if value is None
-            else value.when(schema_id == writer_id, branch)
+        framed_by = header == frames[writer_id]
+        value = F.when(framed_by, branch) if value is None else value.when(framed_by, branch)
+        landed_id = (
+            F.when(framed_by, F.lit(writer_id))
+            if landed_id is None
+            else landed_id.when(framed_by, F.lit(writer_id))
         )
-    assert value is not None
+    assert value is not None and landed_id is not None
     decoded = F.coalesce(F.col("_hub_value.end"), F.lit(False))
     observation = Observation()
     attempt = records.withColumn("_hub_value", value).observe(
@@ -271,7 +286,9 @@ def decode_subject(records: DataFrame, *, subject: str, registry: RegistryClient
         F.count_if(known & ~decoded).alias("undecodable"),
         F.count("_hub_request_id").alias("requests"),
     )
-    landed = attempt.where(decoded).select("_hub_value.value.*", *_metadata(records.columns))
+    landed = attempt.where(decoded).select(
+        "_hub_value.value.*", *_metadata(records.columns, schema_id=landed_id.cast("int"))
+    )
     decodable = records.where(known)
     undecodable = quarantine_rows(
         decodable.withColumn("_hub_value", value).where(~decoded),
