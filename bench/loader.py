@@ -328,11 +328,10 @@ def _batch_costs(spark: SparkSession, query: StreamingQuery) -> tuple[float, flo
 def _print_job_names(spark: SparkSession, run_id: str, batches: int) -> None:
     """Which Spark jobs the batches ran, by name, with their summed wall time, from the Spark
     UI's REST API (a profile)."""
-    context = spark.sparkContext
-    if not context.uiWebUrl:
+    api = _ui_api(spark)
+    if api is None:
         return
-    url = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}/jobs"
-    jobs = [j for j in httpx.get(url, timeout=10).json() if j.get("jobGroup") == run_id]
+    jobs = _query_jobs(api, run_id)
     counts: Counter[str] = Counter()
     seconds: dict[str, float] = {}
     for job in jobs:
@@ -350,17 +349,29 @@ def _print_job_names(spark: SparkSession, run_id: str, batches: int) -> None:
 def _executor_cpu_s(spark: SparkSession, run_id: str) -> float:
     """Executor CPU seconds of a query's jobs, from the Spark UI's REST API: what the records
     cost, steadier than wall time on a shared machine."""
-    context = spark.sparkContext
-    if not context.uiWebUrl:
+    api = _ui_api(spark)
+    if api is None:
         return 0.0
-    base = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}"
     time.sleep(0.5)  # the listener bus reports a job's stages a moment after it ends
-    jobs = [j for j in httpx.get(f"{base}/jobs", timeout=10).json() if j.get("jobGroup") == run_id]
     nanos = 0
-    for stage_id in {s for job in jobs for s in job["stageIds"]}:
-        for attempt in httpx.get(f"{base}/stages/{stage_id}", timeout=10).json():
+    for stage_id in {s for job in _query_jobs(api, run_id) for s in job["stageIds"]}:
+        for attempt in httpx.get(f"{api}/stages/{stage_id}", timeout=10).json():
             nanos += attempt.get("executorCpuTime", 0)
     return nanos / 1e9
+
+
+def _ui_api(spark: SparkSession) -> str | None:
+    """The Spark UI's REST API of this application; None when the UI is off."""
+    context = spark.sparkContext
+    if not context.uiWebUrl:
+        return None
+    return f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}"
+
+
+def _query_jobs(api: str, run_id: str) -> list[dict[str, Any]]:
+    """The Spark jobs a streaming query's run started (its run id is their job group)."""
+    jobs: list[dict[str, Any]] = httpx.get(f"{api}/jobs", timeout=10).json()
+    return [job for job in jobs if job.get("jobGroup") == run_id]
 
 
 def _ui_time(text: str) -> float:
