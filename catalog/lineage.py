@@ -166,6 +166,16 @@ class LineageStore:
         with transaction(self._sessions) as session:
             return session.scalar(query)
 
+    def sources_of(self, table: str) -> list[str]:
+        """The tables the indexed ledger entries of `table` read, newest entry first."""
+        query = (
+            select(LineageReadRow.source_table)
+            .where(LineageReadRow.table_name == table)
+            .order_by(LineageReadRow.version.desc(), LineageReadRow.source_table)
+        )
+        with transaction(self._sessions) as session:
+            return list(dict.fromkeys(session.scalars(query)))
+
     def downstream(self, sources: Iterable[tuple[str, int]]) -> list[TableVersion]:
         """Every indexed commit that read one of `sources` (table, version), directly or
         through others (silver from bronze, gold from silver), in table and version order."""

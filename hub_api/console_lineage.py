@@ -75,7 +75,7 @@ def trace(
             row = lineage.row_by_key(caller, table=form.table, key=form.key)
         elif form.key:
             raise InvalidLineageQuery(
-                "Give a bronze row's partition and offset, or a silver row's key, not both."
+                "Give a bronze row's partition and offset, or a silver or gold row's key, not both."
             )
         else:
             partition = _number(form.partition, "partition", 2**31 - 1)
@@ -83,7 +83,7 @@ def trace(
             if partition is None or offset is None:
                 raise InvalidLineageQuery(
                     "Give the row's table and either its partition and offset (a bronze row) "
-                    "or its key (a silver row, e.g. id=42)."
+                    "or its key (a silver or gold row, e.g. id=42)."
                 )
             row = lineage.row(caller, table=form.table, partition=partition, offset=offset)
         return LineageAnswer(row, _schema_version(registry, row), versions=row.versions)

@@ -37,10 +37,11 @@ class RowLineagePublic(BaseModel):
 
     table: str = Field(description="The table asked about.")
     key: dict[str, Any] | None = Field(
-        default=None, description="The key the row was found by (a silver row)."
+        default=None, description="The key the row was found by (a silver or gold row)."
     )
     bronze_table: str | None = Field(
-        default=None, description="The bronze table holding the row's record (a silver row)."
+        default=None,
+        description="The bronze table holding the row's record (a silver or gold row).",
     )
     topic: str
     partition: int

@@ -1,5 +1,6 @@
-"""The lineage API: from a table row (bronze by position, silver by key) to its source, and
-from a source position to every table version that holds it (docs/lineage.md, ADR 0038)."""
+"""The lineage API: from a table row (bronze by position, silver and gold by key) to its
+source, and from a source position to every table version that holds it (docs/lineage.md,
+ADR 0038)."""
 
 from typing import Annotated
 
@@ -33,7 +34,8 @@ def row_lineage(
         Query(
             max_length=300,
             description="A bronze table `bronze.<t>` (with `partition` and `offset`), or a "
-            "silver table `silver.<t>_current` or `silver.<t>_history` (with `key`).",
+            "silver table `silver.<t>_current` or `silver.<t>_history`, or a gold table "
+            "`gold.dim_<name>` or `gold.fact_<name>` (with `key`).",
         ),
     ],
     partition: Annotated[
@@ -46,21 +48,22 @@ def row_lineage(
         str | None,
         Query(
             max_length=1024,
-            description="A silver row's key: `id=42`, `a=1,b=x`, or a JSON object.",
+            description="A silver or gold row's key: `id=42`, `a=1,b=x`, or a JSON object.",
         ),
     ] = None,
 ) -> RowLineagePublic:
     """Where a row came from: its Kafka position, the publish request id or source LSN and
     transaction id, its schema id, the bronze version that landed it, and every silver and gold
     version that read that version. A bronze row is named by its `partition` and `offset`, a
-    silver row by its `key` (found by the loader: 503 50350 when the API knows none; 422 42281
-    for a column the table lacks or a value of the wrong type). A team asks about its own
-    feeds; 404 (40460) when no landed version holds the row."""
+    silver or gold row by its `key` (found by the loader: 503 50350 when the API knows none;
+    422 42281 for a column the table lacks or a value of the wrong type). A team asks about its
+    own feeds; 404 (40460) when no landed version holds the row."""
     if key is not None and partition is None and offset is None:
         return lineage.row_by_key(caller, table=table, key=key)
     if key is not None or partition is None or offset is None:
         raise InvalidLineageQuery(
-            "Give a bronze row's partition= and offset= together, or a silver row's key=, not both."
+            "Give a bronze row's partition= and offset= together, or a silver or gold row's "
+            "key=, not both."
         )
     return lineage.row(caller, table=table, partition=partition, offset=offset)
 

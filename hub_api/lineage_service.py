@@ -3,8 +3,8 @@
 The index says which bronze version landed an offset and which silver and gold versions read
 it; what only the record itself knows (its schema id, request id, source LSN) is read from
 Kafka while Kafka still holds it. A team may ask about its own feeds, an admin about all.
-A silver row is found by its key in the loader (`LoaderClient.row`, ADR 0042), which says
-which bronze record it holds; that record is then traced as a bronze row is.
+A silver or gold row is found by its key in the loader (`LoaderClient.row`, ADRs 0042 and
+0047), which says which bronze record it holds; that record is then traced as a bronze row is.
 """
 
 import json
@@ -38,6 +38,8 @@ _BRONZE_TABLE = re.compile(r"bronze\.[A-Za-z0-9_]{1,249}")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _TOPIC = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+")
 _SILVER_TABLE = re.compile(r"silver\.([A-Za-z0-9_]{1,240})_(current|history)")
+_GOLD_TABLE = re.compile(r"gold\.(dim|fact)_[A-Za-z0-9_]{1,240}")
+_HISTORY_TABLE = re.compile(r"silver\.([a-z0-9_]{1,240})_history")
 _KEY_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _MAX_KEY_COLUMNS = 8
 _MAX_KEY_CHARS = 1024
@@ -87,19 +89,20 @@ class LineageService:
         )
 
     def row_by_key(self, caller: Principal, *, table: str, key: str) -> RowLineagePublic:
-        """Where the silver row of `table` with `key` (`col=value,...` or a JSON object) came
-        from: the bronze record it holds, traced as `row` traces it."""
+        """Where the silver or gold row of `table` with `key` (`col=value,...` or a JSON
+        object) came from: the bronze record it holds, traced as `row` traces it."""
         columns = parse_key(key)
         match = _SILVER_TABLE.fullmatch(table)
-        if match is None:
+        if match is None and not _GOLD_TABLE.fullmatch(table):
             raise InvalidLineageQuery(
-                f"'{table[:300]}' is not a silver table: rows are found by key in "
-                "silver.<table>_current and silver.<table>_history; a bronze row is traced by "
-                "its partition and offset (see docs/lineage.md)."
+                f"'{table[:300]}' is not a silver or gold table: rows are found by key in "
+                "silver.<table>_current, silver.<table>_history, gold.dim_<name> and "
+                "gold.fact_<name>; a bronze row is traced by its partition and offset (see "
+                "docs/lineage.md)."
             )
         table = table.lower()
-        bronze = f"bronze.{match.group(1).lower()}"
         self.sync.sync()
+        bronze = f"bronze.{match.group(1).lower()}" if match else self._gold_source(table)
         topic = self.store.topic_of(bronze)
         if topic is None:
             raise LineageNotFound(f"a row of {table}: {bronze} has no landed version")
@@ -109,6 +112,18 @@ class LineageService:
         partition, offset = self.loader.row(table, columns)
         found = self.row(caller, table=bronze, partition=partition, offset=offset)
         return found.model_copy(update={"table": table, "key": columns, "bronze_table": bronze})
+
+    def _gold_source(self, table: str) -> str:
+        """The bronze table a gold table's rows come from, as its indexed entries name it: a
+        fact's bronze table; a dimension's silver history table's (a dimension's entries of
+        inferred members name a fact's bronze table, which its rows do not come from)."""
+        for source in self.store.sources_of(table):
+            history = _HISTORY_TABLE.fullmatch(source)
+            if table.startswith("gold.dim_") and history:
+                return f"bronze.{history.group(1)}"
+            if table.startswith("gold.fact_") and _BRONZE_TABLE.fullmatch(source):
+                return source
+        raise LineageNotFound(f"a row of {table}: no indexed version of it read its source")
 
     def positions(
         self,

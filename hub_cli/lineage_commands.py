@@ -27,7 +27,10 @@ KeyOption = Annotated[
 def row(
     table: Annotated[
         str,
-        typer.Argument(help="bronze.<topic with underscores>, or silver.<...>_current/_history."),
+        typer.Argument(
+            help="bronze.<topic with underscores>, silver.<...>_current/_history, "
+            "gold.dim_<name> or gold.fact_<name>."
+        ),
     ],
     partition: Annotated[
         int | None, typer.Argument(min=0, help="A bronze row's _hub_partition.")
@@ -36,14 +39,15 @@ def row(
     row_key: Annotated[
         str | None,
         typer.Option(
-            "--row-key", help="A silver row's key: id=42, a=1,b=x, or JSON '{\"id\": 42}'."
+            "--row-key",
+            help="A silver or gold row's key: id=42, a=1,b=x, or JSON '{\"id\": 42}'.",
         ),
     ] = None,
     api: ApiOption = "http://127.0.0.1:8080",
     key: KeyOption = None,
 ) -> None:
-    """Where a row came from (a bronze row by its partition and offset, a silver row by its
-    key), and every silver and gold version that read it."""
+    """Where a row came from (a bronze row by its partition and offset, a silver or gold row by
+    its key), and every silver and gold version that read it."""
     query = {"table": table, "partition": partition, "offset": offset, "key": row_key}
     _show(_get(api, key, "/v1/lineage/rows", query))
 

@@ -99,19 +99,29 @@ class GoldLedger:
     def _load(self, table: str) -> None:
         """What the table's newest entries read, from its history (a builder's first build)."""
         self._loaded.add(table)
-        if not self._spark.catalog.tableExists(table):
-            return
-        history = (
-            DeltaTable.forName(self._spark, table)
-            .history()
-            .where(F.col("userMetadata").isNotNull())
-            .select("version", "userMetadata")
-            .orderBy(F.desc("version"))
-            .collect()
-        )
-        for commit in history:
-            entry = decode(commit["userMetadata"])
-            if entry is None or entry.kind is not LedgerKind.GOLD:
-                continue
-            for read in entry.reads:
-                self._last.setdefault((table, read.table), read.last)
+        for source, version in newest_reads(self._spark, table).items():
+            self._last.setdefault((table, source), version)
+
+
+def newest_reads(spark: SparkSession, table: str) -> dict[str, int]:
+    """Each source table of gold table `table` and the version its newest ledger entry naming
+    that source read (the `to` of its range), from the table's history; empty when the table
+    does not exist or no entry names a source."""
+    if not spark.catalog.tableExists(table):
+        return {}
+    history = (
+        DeltaTable.forName(spark, table)
+        .history()
+        .where(F.col("userMetadata").isNotNull())
+        .select("version", "userMetadata")
+        .orderBy(F.desc("version"))
+        .collect()
+    )
+    newest: dict[str, int] = {}
+    for commit in history:
+        entry = decode(commit["userMetadata"])
+        if entry is None or entry.kind is not LedgerKind.GOLD:
+            continue
+        for read in entry.reads:
+            newest.setdefault(read.table, read.last)
+    return newest

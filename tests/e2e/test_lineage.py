@@ -25,6 +25,7 @@ from migrations import migrate
 from spark_loaders.bronze import BronzeLoader
 from spark_loaders.lineage import USER_METADATA_CONF
 from spark_loaders.replay import replay
+from spark_loaders.row_lookup import row_position
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.changes import ChangelogSpec
 from spark_loaders.silver.loader import SilverLoader
@@ -337,6 +338,27 @@ def _assert_traces(
         answer = http.get("/v1/lineage/rows", params=params)
         assert answer.status_code == 200, answer.text
         assert answer.json()["lsn"] == row["lsn"]
+    # A dimension row, found by its surrogate key, traces to the change that started its
+    # version: a bronze record whose row image the dimension row holds, and its LSN.
+    surrogate = f"{dimension.removeprefix('gold.dim_')}_key"
+    members = spark.sql(f"SELECT * FROM {dimension} WHERE {surrogate} <> -1").collect()
+    assert members
+    for member in members:
+        found = row_position(spark, dimension, {surrogate: member[surrogate]})
+        change = (
+            spark.table(found["bronze_table"])
+            .where(F.col("_hub_partition") == found["partition"])
+            .where(F.col("_hub_offset") == found["offset"])
+            .select("after.id", "after.name", "after.country", "source.lsn")
+            .first()
+        )
+        assert change is not None
+        assert tuple(change)[:3] == (member["id"], member["name"], member["country"])
+        params = {"table": found["bronze_table"], "partition": found["partition"],
+                  "offset": found["offset"]}  # fmt: skip
+        answer = http.get("/v1/lineage/rows", params=params)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["lsn"] == change["lsn"]
     # Silver rows carry their source LSN, which leads to the bronze commit that landed it.
     for row in spark.table(silver.current_table).select("_hub_lsn").collect():
         answer = http.get("/v1/lineage/positions", params={"lsn": row["_hub_lsn"]})

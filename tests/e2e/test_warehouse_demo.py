@@ -12,8 +12,10 @@ import yaml
 from pyspark.sql import SparkSession
 
 from hub_cli import demo
+from hub_core.errors import ErrorCode, HubError
 from hub_core.naming import TopicName, table_suffix
 from hub_kafka.settings import KafkaSettings
+from spark_loaders.row_lookup import row_position
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.warehouse import build_model
 from tests.support.hub_client import create_feed, publish, unique_topic
@@ -109,6 +111,10 @@ def test_demo_feeds_build_a_star_schema_with_a_late_customer(
         (1, 1, "Customer 1", "SE", True, False),
         (2, 7, None, None, True, True),  # customer 7 has an order but no row yet
     ]
+    # An inferred member holds no source change yet: its lineage says so.
+    with pytest.raises(HubError, match="inferred member") as inferred:
+        row_position(spark, customers, {f"customer_{suffix}_key": 2})
+    assert inferred.value.code is ErrorCode.LINEAGE_NOT_FOUND
 
     # The customer's row arrives after the order; then the customer moves; then a new order.
     customer = {"customer_id": 7, "name": "Customer 7", "email": "c7@example.com"}
@@ -134,3 +140,31 @@ def test_demo_feeds_build_a_star_schema_with_a_late_customer(
     assert sorted(tuple(r) for r in facts) == sorted(
         [(order_1["order_id"], 2, 1), (order_2["order_id"], 3, 1)]
     )
+
+    # Every gold row traces by its key to the bronze record it was built from (the loader's
+    # `GET /row`): a fact to its order, a dimension version to the change that started it.
+    def record(table: str, key: dict[str, Any]) -> dict[str, Any]:
+        found = row_position(spark, table, key)
+        bronze = spark.table(found["bronze_table"]).where(
+            f"_hub_partition = {found['partition']} AND _hub_offset = {found['offset']}"
+        )
+        return bronze.first().asDict(recursive=True)  # type: ignore[union-attr]
+
+    orders = f"gold.fact_orders_{suffix}"
+    for order in (order_1, order_2):
+        landed = record(orders, {"order_id": order["order_id"]})
+        assert (landed["order_id"], landed["customer_id"]) == (order["order_id"], 7)
+    completed = record(customers, {f"customer_{suffix}_key": 2})  # the first version, in place
+    assert (completed["op"], completed["after"]["country"]) == ("c", "DE")
+    moved = record(customers, {f"customer_{suffix}_key": 3})
+    assert (moved["op"], moved["after"]["country"]) == ("u", "FR")
+    assert record(customers, {"customer_id": 7}) == moved  # a member's newest version
+    assert record(f"gold.dim_product_{suffix}", {"sku": "ESP-100"})["after"]["sku"] == "ESP-100"
+    with pytest.raises(HubError, match="unknown member"):
+        row_position(spark, customers, {f"customer_{suffix}_key": -1})
+    with pytest.raises(HubError, match="has no column 'nope'") as unknown:
+        row_position(spark, orders, {"nope": 1})
+    assert unknown.value.code is ErrorCode.INVALID_ROW_KEY
+    with pytest.raises(HubError, match="More than one row") as several:
+        row_position(spark, orders, {f"product_{suffix}_key": 1})  # both orders' product
+    assert several.value.code is ErrorCode.INVALID_ROW_KEY

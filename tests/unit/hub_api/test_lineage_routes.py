@@ -1,5 +1,6 @@
 """`GET /v1/lineage/rows` and `/v1/lineage/positions`: answers, ownership and bad input; silver
-rows by key through the loader's control routes (`GET /row`, a stand-in for its Spark query)."""
+and gold rows by key through the loader's control routes (`GET /row`, a stand-in for its Spark
+query)."""
 
 import re
 from dataclasses import dataclass
@@ -43,11 +44,15 @@ class _Feed:
     owner: TeamName
 
 
+CUSTOMERS = "shop.customers"  # another team's feed, the source of a dimension
+OWNERS = {TOPIC: "sales", CUSTOMERS: "other"}
+
+
 class _Feeds:
     def current(self, topic: str) -> _Feed:
-        if topic != TOPIC:
+        if topic not in OWNERS:
             raise FeedNotFound(topic)
-        return _Feed(TeamName("sales"))
+        return _Feed(TeamName(OWNERS[topic]))
 
 
 class _Reader:
@@ -64,15 +69,18 @@ class _Registry:
 
 
 SILVER = "silver.sales_orders_current"
+FACT = "gold.fact_orders"  # built from BRONZE, keyed on DIMENSION
+DIMENSION = "gold.dim_customer"  # built from CUSTOMERS; its inferred members from BRONZE
 
 
 def _silver_row(table: str, key: dict[str, Any]) -> dict[str, Any]:
-    """The loader's answer for silver rows, as `row_lookup.row_position` gives it."""
+    """The loader's answer for silver and gold rows, as `row_lookup.row_position` gives it."""
     if set(key) != {"id"}:
         raise HubError(f"{table} has no column 'nope'", code=ErrorCode.INVALID_ROW_KEY)
     if str(key["id"]) != "42":
         raise HubError(f"No row of {table} has id={key['id']!r}.", code=ErrorCode.LINEAGE_NOT_FOUND)
-    return {"table": table, "bronze_table": BRONZE, "partition": 0, "offset": 11}
+    bronze = "bronze.shop_customers" if table == DIMENSION else BRONZE
+    return {"table": table, "bronze_table": bronze, "partition": 0, "offset": 11}
 
 
 @pytest.fixture
@@ -94,6 +102,23 @@ def client(hub_engine: Engine, tmp_path: Path) -> tuple[TestClient, dict[str, st
         1,
         LedgerEntry(LedgerKind.SILVER, batch=0, reads=(TableRead(BRONZE, 0, 0),)),
     )
+    write_commit(
+        tmp_path / "bronze.db" / "shop_customers",
+        0,
+        LedgerEntry(LedgerKind.BRONZE, batch=0, topic=CUSTOMERS, ranges=(OffsetRange(0, 0, 20),)),
+    )
+    history = "silver.shop_customers_history"
+    write_commit(
+        tmp_path / "silver.db" / "shop_customers_history",
+        0,
+        LedgerEntry(LedgerKind.SILVER, batch=0, reads=(TableRead("bronze.shop_customers", 0, 0),)),
+    )
+    dimension = tmp_path / "gold.db" / "dim_customer"
+    write_commit(dimension, 0, LedgerEntry(LedgerKind.GOLD, reads=(TableRead(history, 0, 0),)))
+    # Inferred members for the fact's orders: the newest entry names the fact's bronze table.
+    write_commit(dimension, 1, LedgerEntry(LedgerKind.GOLD, reads=(TableRead(BRONZE, 0, 0),)))
+    reads = (TableRead(BRONZE, 0, 0), TableRead(DIMENSION, 0, 1))
+    write_commit(tmp_path / "gold.db" / "fact_orders", 0, LedgerEntry(LedgerKind.GOLD, reads=reads))
     teams = TeamStore(hub_engine)
     for team in ("sales", "other"):
         teams.register(name=TeamName(team))
@@ -138,6 +163,8 @@ def test_the_owning_team_traces_a_row_to_its_request_and_every_version(
     assert (body["request_id"], body["idempotency_key"], body["schema_id"]) == ("req-1", "k-1", 7)
     assert [(v["table"], v["version"]) for v in body["versions"]] == [
         (BRONZE, 0),
+        (DIMENSION, 1),  # the inferred members its orders made
+        (FACT, 0),
         ("silver.sales_orders_current", 1),
     ]
 
@@ -221,6 +248,39 @@ def test_a_silver_row_found_by_its_key_traces_to_its_bronze_record(
 
 
 @pytest.mark.parametrize(
+    ("table", "who", "bronze", "topic", "read"),
+    [
+        (FACT, "sales", BRONZE, TOPIC, BRONZE),
+        # A dimension's rows come from its silver history's feed, not from the fact feed its
+        # inferred members were made for.
+        (DIMENSION, "other", "bronze.shop_customers", CUSTOMERS, "silver.shop_customers_history"),
+    ],
+)
+def test_a_gold_row_found_by_its_key_traces_to_the_record_of_its_source_feed(
+    client: tuple[TestClient, dict[str, str]],
+    table: str,
+    who: str,
+    bronze: str,
+    topic: str,
+    read: str,
+) -> None:
+    http, keys = client
+
+    answer = http.get(
+        "/v1/lineage/rows", params={"table": table, "key": "id=42"},
+        headers={"Authorization": keys[who]},
+    )  # fmt: skip
+
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["table"], body["bronze_table"], body["topic"]) == (table, bronze, topic)
+    assert (body["partition"], body["offset"], body["key"]) == (0, 11, {"id": "42"})
+    versions = {(v["table"], v["version"]) for v in body["versions"]}
+    assert {(bronze, 0), (table, 0)} <= versions
+    assert read == BRONZE or (read, 0) in versions
+
+
+@pytest.mark.parametrize(
     ("params", "who", "status", "code"),
     [
         ({"table": SILVER, "key": "id=7"}, "sales", 404, 40460),
@@ -228,7 +288,11 @@ def test_a_silver_row_found_by_its_key_traces_to_its_bronze_record(
         ({"table": SILVER, "key": "id"}, "sales", 422, 42281),
         ({"table": SILVER, "key": '{"id": [1]}'}, "sales", 422, 42281),
         ({"table": SILVER, "key": "id=42", "partition": 0}, "sales", 422, 42280),
-        ({"table": "gold.fact_x", "key": "id=42"}, "sales", 422, 42280),
+        ({"table": "gold.fact_x", "key": "id=42"}, "sales", 404, 40460),
+        ({"table": "gold.cube_orders", "key": "id=42"}, "sales", 422, 42280),
+        ({"table": DIMENSION, "key": "id=42"}, "sales", 403, 40301),
+        ({"table": FACT, "key": "id=42"}, "other", 403, 40301),
+        ({"table": FACT, "key": "id=7"}, "sales", 404, 40460),
         ({"table": "silver.unknown_current", "key": "id=42"}, "sales", 404, 40460),
         ({"table": SILVER, "key": "id=42"}, "other", 403, 40301),
     ],
