@@ -17,9 +17,9 @@ that started its version (type 2) or the newest one it holds (type 1), whose eve
 is then found as a silver row's is. Those matches are joins in Spark, so no value of the row
 makes a round trip through Python.
 
-Nothing the caller sends becomes SQL text: the table must be one of the silver tables in the
-metastore, its name checked against a pattern first; the key's columns must be columns of that
-table; each value is converted to its column's type in Python and compared with a literal
+Nothing the caller sends becomes SQL text: the table must be one of the silver or gold tables
+in the metastore, its name checked against a pattern first; the key's columns must be columns
+of that table; each value is converted to its column's type in Python and compared with a literal
 through the DataFrame API. The query reads at most two rows.
 """
 
