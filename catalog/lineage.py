@@ -1,7 +1,8 @@
 """The lineage index: the loader's ledger entries, copied into the hub's database, and asked.
 
 `LineageSync` reads the commit files (`_delta_log/<version>.json`) of the tables under the
-warehouse folder with plain Python and copies each commit's ledger entry
+warehouse folder with plain Python, or has the loader read them for it (`LedgerSource`, ADR
+0048), and copies each commit's ledger entry
 (`hub_core.ledger`) into the `lineage_*` tables, keyed on (table, version): it resumes after
 the newest version it indexed, and a second copy of a commit (another API replica syncing at
 the same time) is refused by the key, so every commit is indexed once. `LineageStore` answers
@@ -16,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from sqlalchemy import Engine, and_, delete, or_, select
 from sqlalchemy.exc import IntegrityError
@@ -29,12 +31,17 @@ from catalog.tables import (
     LineageTableRow,
 )
 from hub_core.database import transaction
-from hub_core.ledger import SWAPPED_IN, Commit, LedgerKind, commit_versions, read_commits
+from hub_core.ledger import (
+    Commit,
+    LedgerKind,
+    LocalFiles,
+    LoggedTable,
+    log_commits,
+    logged_tables,
+)
 
 log = logging.getLogger(__name__)
 
-# The databases of the loader's tables under the warehouse folder (`<db>.db/<table>`).
-LINEAGE_DATABASES = ("bronze", "silver", "gold")
 # A downstream walk stops after this many layers (bronze -> silver -> gold is three).
 _MAX_DEPTH = 4
 
@@ -212,43 +219,53 @@ class LineageStore:
         return {row.table_name: row.synced_version for row in rows}
 
 
-class LineageSync:
-    """Copies ledger entries of the tables under `warehouse` into the index (module docstring).
+class LedgerSource(Protocol):
+    """Where the index reads the loader's tables' commits from: the warehouse folder itself
+    (`WarehouseFolder`), or the loader, which reads them for the API when the API cannot
+    (`hub_api.loader_client.LoaderLedger`: tables on object storage, ADR 0048)."""
 
-    `sync()` is cheap when nothing changed (a directory listing per table), and runs at most
-    every `min_interval_s` per instance; callers ask before every lineage answer.
+    def tables(self) -> dict[str, LoggedTable]:
+        """Every table with ledger entries, by name."""
+        ...
+
+    def commits(self, table: str, location: str, after: int) -> list[Commit]:
+        """The commits of `table` at `location` newer than version `after`, in order."""
+        ...
+
+
+class WarehouseFolder:
+    """The loader's warehouse folder, on a file system the API reads (`LedgerSource`)."""
+
+    def __init__(self, warehouse: Path) -> None:
+        self.warehouse = warehouse
+        self._files = LocalFiles()
+
+    def tables(self) -> dict[str, LoggedTable]:
+        return logged_tables(self._files, str(self.warehouse))
+
+    def commits(self, table: str, location: str, after: int) -> list[Commit]:
+        return log_commits(self._files, location, after=after)
+
+
+class LineageSync:
+    """Copies ledger entries of the loader's tables into the index (module docstring).
+
+    `sync()` is cheap when nothing changed (a listing per table), and runs at most every
+    `min_interval_s` per instance; callers ask before every lineage answer.
     """
 
-    def __init__(self, engine: Engine, warehouse: Path, *, min_interval_s: float = 1.0) -> None:
+    def __init__(
+        self, engine: Engine, source: LedgerSource | Path, *, min_interval_s: float = 1.0
+    ) -> None:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
-        self._warehouse = warehouse
+        self._source = WarehouseFolder(source) if isinstance(source, Path) else source
         self._min_interval_s = min_interval_s
         self._last = float("-inf")
         self._lock = threading.Lock()
 
-    def tables(self) -> dict[str, Path]:
-        """The loader's Delta tables under the warehouse folder, by name, where they live now.
-
-        A bronze table rebuilt by reprocessing lives in its newest rebuild that a swap marked
-        (`<warehouse>/_rebuilds/<table>/<stamp>/_hub_swapped_in`): the rebuilds not marked
-        wait for their swap, and the table is still where it was.
-        """
-        found: dict[str, Path] = {}
-        for database in LINEAGE_DATABASES:
-            folder = self._warehouse / f"{database}.db"
-            if not folder.is_dir():
-                continue
-            for table in sorted(folder.iterdir()):
-                # A name with a dot is no table: what an interrupted creation left (ADR 0040).
-                if "." not in table.name and (table / "_delta_log").is_dir():
-                    found[f"{database}.{table.name}"] = table
-        rebuilds = self._warehouse / "_rebuilds"
-        for table in sorted(rebuilds.iterdir()) if rebuilds.is_dir() else []:
-            # Stamps sort by time: the newest swapped in is the table's.
-            swapped = sorted(marker.parent for marker in table.glob(f"*/{SWAPPED_IN}"))
-            if swapped:
-                found[f"bronze.{table.name}"] = swapped[-1]
-        return found
+    def tables(self) -> dict[str, str]:
+        """The loader's tables with ledger entries, by name, where they live now."""
+        return {name: table.location for name, table in self._source.tables().items()}
 
     def sync(self, *, force: bool = False) -> int:
         """Index the commits made since the last sync; returns how many entries were added."""
@@ -262,36 +279,35 @@ class LineageSync:
                     row.table_name: row for row in session.scalars(select(LineageTableRow)).all()
                 }
             added = 0
-            for name, path in self.tables().items():
+            for name, table in self._source.tables().items():
                 known = synced.get(name)
                 after = -1
-                if known is not None and known.location == str(path):
+                if known is not None and known.location == table.location:
                     after = known.synced_version
-                versions = commit_versions(path)
-                if not versions or versions[-1] <= after:
+                if table.newest is None or table.newest <= after:
                     continue
-                added += self._sync_table(name, path, after)
+                added += self._sync_table(name, table.location, after)
             return added
 
-    def _sync_table(self, name: str, path: Path, after: int) -> int:
-        commits = list(read_commits(path, after=after))
+    def _sync_table(self, name: str, location: str, after: int) -> int:
+        commits = self._source.commits(name, location, after)
         if not commits:
             return 0
         newest = commits[-1].version
         try:
             with transaction(self._sessions) as session:
                 row = session.get(LineageTableRow, name, with_for_update=True)
-                if row is not None and row.location == str(path) and row.synced_version >= newest:
+                if row is not None and row.location == location and row.synced_version >= newest:
                     return 0  # another sync got here first
                 if row is None:
-                    session.add(LineageTableRow(table_name=name, location=str(path),
+                    session.add(LineageTableRow(table_name=name, location=location,
                                                 synced_version=newest))  # fmt: skip
                 else:
-                    if row.location != str(path):
+                    if row.location != location:
                         # Moved by a reprocessing swap: the versions of the table are now
                         # those of its new location, numbered from 0 again.
                         _forget(session, name)
-                    row.location = str(path)
+                    row.location = location
                     row.synced_version = newest
                 added = 0
                 for commit in commits:
@@ -324,7 +340,9 @@ def _add(session: Session, table: str, commit: Commit) -> bool:
             entry=entry.encode(),
         )
     )
-    if entry.kind is LedgerKind.BRONZE and entry.topic is not None:
+    # A quarantine commit's offsets are indexed as a bronze commit's: a position's answer names
+    # the quarantine version that set the record aside, beside any bronze version landing it.
+    if entry.kind in (LedgerKind.BRONZE, LedgerKind.QUARANTINE) and entry.topic is not None:
         for r in entry.ranges:
             session.add(
                 LineageOffsetRow(

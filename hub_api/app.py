@@ -29,7 +29,7 @@ from hub_api.errors import install_error_handlers
 from hub_api.gate import RequestGate
 from hub_api.limits import BodySizeLimit
 from hub_api.lineage_service import LineageService
-from hub_api.loader_client import LoaderClient
+from hub_api.loader_client import LoaderClient, LoaderLedger
 from hub_api.metrics import HubMetrics, RequestMetrics
 from hub_api.openapi import install_openapi
 from hub_api.publish_lane import PublishLane
@@ -88,7 +88,12 @@ def create_app(
         app.state.loader = loader = LoaderClient(api)
         app.state.lineage = LineageService(
             store=LineageStore(services.engine),
-            sync=LineageSync(services.engine, api.lineage_warehouse_dir),
+            sync=LineageSync(
+                services.engine,
+                LoaderLedger(loader)
+                if api.lineage_source == "loader"
+                else api.lineage_warehouse_dir,
+            ),
             feeds=services.feeds,
             reader=reader,
             registry=services.registry,

@@ -7,7 +7,8 @@ from pydantic import BaseModel, Field
 
 
 class TableVersionPublic(BaseModel):
-    """A version of a table and the kind of commit that made it (bronze, silver, gold)."""
+    """A version of a table and the kind of commit that made it (bronze, silver, gold, or
+    quarantine: a commit that set records aside)."""
 
     table: str
     version: int
@@ -16,7 +17,8 @@ class TableVersionPublic(BaseModel):
 
 
 class BronzeCommitPublic(BaseModel):
-    """A bronze commit holding the position asked for, with the offsets it landed."""
+    """A bronze commit holding the position asked for, with the offsets it landed; or a
+    quarantine commit (`table` `quarantine.<t>`) that set the record aside."""
 
     table: str
     version: int
@@ -66,5 +68,6 @@ class PositionsPublic(BaseModel):
 
     bronze: list[BronzeCommitPublic]
     versions: list[TableVersionPublic] = Field(
-        description="Every table version holding it: the bronze ones, then those that read them."
+        description="Every table version holding it: the bronze (and quarantine) ones, then "
+        "those that read them."
     )

@@ -1,4 +1,4 @@
-"""The API's client of the loader's `/status`, `/plan`, `/replay` and `/row`
+"""The API's client of the loader's `/status`, `/plan`, `/replay`, `/row` and `/ledger`
 (spark_loaders/status.py).
 
 The console's pages must stay fast when the loader is slow or gone: a status read waits at most
@@ -19,6 +19,7 @@ import httpx
 from hub_api.feed_models import ReplayPublic
 from hub_api.settings import ApiSettings
 from hub_core.errors import ErrorCode, HubError, TransientError
+from hub_core.ledger import Commit, LoggedTable, decode
 from hub_core.naming import TopicName, table_suffix
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,38 @@ class LoaderClient:
             raise LoaderUnreachable(f"The loader answered the row of {table} unreadably.")
         return partition, offset
 
+    def ledger_tables(self) -> dict[str, LoggedTable]:
+        """The loader's tables with ledger entries: where each lives, its newest version."""
+        body = self._call("GET", "/ledger", timeout=max(self._timeout, 30.0))
+        try:
+            return {
+                str(t["table"]): LoggedTable(str(t["location"]), _optional_int(t["newest"]))
+                for t in body["tables"]
+            }
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LoaderUnreachable("The loader answered its tables' ledger unreadably.") from exc
+
+    def ledger_commits(self, table: str, after: int) -> tuple[str, list[Commit], bool]:
+        """Where `table` lives, its commits after version `after` (a page of them), and
+        whether there are more."""
+        body = self._call("GET", "/ledger", params={"table": table, "after": str(after)},
+                          timeout=max(self._timeout, 30.0))  # fmt: skip
+        try:
+            commits = [
+                Commit(
+                    int(c["version"]),
+                    int(c["timestamp_ms"]),
+                    str(c["operation"]),
+                    decode(c["user_metadata"]),
+                )
+                for c in body["commits"]
+            ]
+            return str(body["location"]), commits, bool(body["more"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LoaderUnreachable(
+                f"The loader answered the ledger of {table} unreadably."
+            ) from exc
+
     def close(self) -> None:
         self._http.close()
 
@@ -177,3 +210,37 @@ def replay_result(loader: LoaderClient, topic: str) -> dict[str, Any]:
     except ValueError as exc:
         raise LoaderUnreachable(f"The loader answered the replay of {topic} unreadably.") from exc
     return body
+
+
+class LoaderLedger:
+    """The lineage index's `LedgerSource` when the API cannot read the loader's warehouse (on
+    object storage, or on the loader's own volume): the loader reads its Delta logs for it
+    (`GET /ledger`, ADR 0048)."""
+
+    def __init__(self, client: LoaderClient) -> None:
+        self._client = client
+
+    def tables(self) -> dict[str, LoggedTable]:
+        return self._client.ledger_tables()
+
+    def commits(self, table: str, location: str, after: int) -> list[Commit]:
+        commits: list[Commit] = []
+        more = True
+        while more:
+            try:
+                found, page, more = self._client.ledger_commits(table, after)
+            except HubError as exc:
+                if exc.code is ErrorCode.LINEAGE_NOT_FOUND:
+                    return []  # dropped since it was listed
+                raise
+            if found != location:
+                return []  # moved since it was listed (a reprocessing swap): the next sync
+            commits += page
+            if page:
+                after = page[-1].version
+            more = more and bool(page)
+        return commits
+
+
+def _optional_int(value: object) -> int | None:
+    return None if value is None else int(str(value))

@@ -4,6 +4,7 @@ import os
 import socket
 from enum import StrEnum, unique
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -108,10 +109,18 @@ class ApiSettings(BaseSettings):
         ge=1,
         description="Most partitions a new feed may ask for (422, code 42230, above).",
     )
+    lineage_source: Literal["warehouse", "loader"] = Field(
+        default="warehouse",
+        description="Where the lineage index reads the loader's Delta logs: `warehouse`, the "
+        "folder lineage_warehouse_dir, which this API can read; `loader`, the loader's "
+        "`GET /ledger` (loader_url and loader_token), for a warehouse on object storage or on "
+        "the loader's own volume (docs/lineage.md).",
+    )
     lineage_warehouse_dir: Path = Field(
         default_factory=lambda: default_home() / "warehouse",
         description="The loader's warehouse folder (its HUB_LOADER_WAREHOUSE_DIR, local): the "
-        "lineage index reads the Delta logs of the tables under it (docs/lineage.md).",
+        "lineage index reads the Delta logs of the tables under it (docs/lineage.md), with "
+        "lineage_source `warehouse`.",
     )
     key_cache_seconds: float = Field(
         default=5.0,

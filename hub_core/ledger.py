@@ -4,7 +4,8 @@ Every commit the loader makes to a bronze, silver or gold table carries one ledg
 compact JSON in the commit's `userMetadata` (docs/lineage.md, ADR 0038). Being part of the
 commit, an entry exists exactly when its data does: a batch that Delta skips as a replay
 (`txnAppId`/`txnVersion`) writes neither. Entries are read back from `_delta_log/*.json`
-with plain Python (`read_commits`), without Spark, by the API's lineage index.
+without Spark (`log_commits`, over `LogFiles`): by the API's lineage index from a local
+warehouse, or by the loader for it from object storage (ADR 0048).
 
 A bronze entry names the Kafka positions the commit landed; a silver or gold entry names the
 table versions it read:
@@ -23,6 +24,10 @@ A stream's batch lands every offset of a partition from its first to its last: o
 partition. A commit landing scattered offsets (`hub load replay`, a reprocessing swap's copy)
 has no batch and one range per run of consecutive offsets, several in a partition, each with
 its own source positions; beyond `MAX_RANGES` the closest runs are joined (`joined_ranges`).
+A quarantine entry names, the same way, the offsets a commit set aside in `quarantine.<topic>`:
+
+    {"v":1,"kind":"quarantine","topic":"sales.orders","batch":7,
+     "ranges":[{"p":0,"first":12,"last":12}]}
 
 This module imports nothing beyond the standard library: the loader writes entries and the
 API reads them, and neither may import the other.
@@ -30,10 +35,11 @@ API reads them, and neither may import the other.
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum, unique
 from pathlib import Path
+from typing import Protocol
 
 LEDGER_VERSION = 1
 # A publish request can cover many records; more request ids than this in one commit are
@@ -45,7 +51,10 @@ MAX_RANGES = 500
 # The file a reprocessing swap leaves in a rebuilt bronze location once it is the table's: the
 # index, which reads Delta logs without the metastore, follows the table there.
 SWAPPED_IN = "_hub_swapped_in"
+# The databases whose tables carry ledger entries, under the warehouse as `<database>.db`.
+LEDGER_DATABASES = ("bronze", "silver", "gold", "quarantine")
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+_TABLE_NAME = re.compile(r"[a-z0-9_]{1,249}")
 
 
 @unique
@@ -53,6 +62,7 @@ class LedgerKind(StrEnum):
     BRONZE = "bronze"
     SILVER = "silver"
     GOLD = "gold"
+    QUARANTINE = "quarantine"  # the offsets a commit set aside in `quarantine.<topic>`
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,38 +237,152 @@ class Commit:
     entry: LedgerEntry | None
 
 
-def commit_versions(table_dir: Path) -> list[int]:
-    """The versions of the commit files in `table_dir/_delta_log`, in order."""
-    log = table_dir / "_delta_log"
-    if not log.is_dir():
-        return []
-    found = (_COMMIT_FILE.match(p.name) for p in log.iterdir())
-    return sorted(int(m.group(1)) for m in found if m)
+class LogFiles(Protocol):
+    """Reading the file system that holds Delta tables: local disk, or object storage through
+    the loader's Hadoop file system. Locations are paths or URIs, joined with `/`."""
+
+    def names(self, folder: str) -> list[str]:
+        """The names of what `folder` holds; empty when it does not exist."""
+        ...
+
+    def exists(self, location: str) -> bool: ...
+
+    def read(self, location: str) -> str | None:
+        """The text of the file at `location`; None when it does not exist (any more)."""
+        ...
 
 
-def read_commits(table_dir: Path, *, after: int = -1) -> Iterator[Commit]:
-    """The commits of the Delta table at `table_dir` newer than version `after`, in order.
+class LocalFiles:
+    """`LogFiles` on local disk."""
+
+    def names(self, folder: str) -> list[str]:
+        path = Path(folder)
+        return sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+
+    def exists(self, location: str) -> bool:
+        return Path(location).exists()
+
+    def read(self, location: str) -> str | None:
+        try:
+            return Path(location).read_text()
+        except FileNotFoundError:
+            return None
+
+
+def warehouse_tables(files: LogFiles, warehouse: str) -> dict[str, str]:
+    """The Delta tables of `LEDGER_DATABASES` under `warehouse`, by name, where they live now
+    (`table_location`)."""
+    found: dict[str, str] = {}
+    for database in LEDGER_DATABASES:
+        folder = f"{warehouse}/{database}.db"
+        for name in files.names(folder):
+            # A name with a dot is no table: what an interrupted creation left (ADR 0040).
+            if "." not in name and files.exists(f"{folder}/{name}/_delta_log"):
+                found[f"{database}.{name}"] = f"{folder}/{name}"
+    for table in files.names(f"{warehouse}/_rebuilds"):
+        rebuilt = _swapped_in(files, f"{warehouse}/_rebuilds/{table}")
+        if rebuilt is not None:
+            found[f"bronze.{table}"] = rebuilt
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedTable:
+    """A table with ledger entries: where it lives and its newest commit's version."""
+
+    location: str
+    newest: int | None
+
+
+def logged_tables(files: LogFiles, warehouse: str) -> dict[str, LoggedTable]:
+    """`warehouse_tables`, each with its newest commit's version."""
+    found = {}
+    for name, location in warehouse_tables(files, warehouse).items():
+        versions = log_versions(files, location)
+        found[name] = LoggedTable(location, versions[-1] if versions else None)
+    return found
+
+
+def table_location(files: LogFiles, warehouse: str, table: str) -> str | None:
+    """Where table `table` (`<database>.<name>`) of `warehouse` lives now; None when it is no
+    table with ledger entries there.
+
+    A bronze table rebuilt by reprocessing lives in its newest rebuild that a swap marked
+    (`<warehouse>/_rebuilds/<table>/<stamp>/_hub_swapped_in`): the rebuilds not marked wait
+    for their swap, and the table is still where it was.
+    """
+    database, _, name = table.partition(".")
+    if database not in LEDGER_DATABASES or not _TABLE_NAME.fullmatch(name):
+        return None
+    if database == "bronze":
+        rebuilt = _swapped_in(files, f"{warehouse}/_rebuilds/{name}")
+        if rebuilt is not None:
+            return rebuilt
+    location = f"{warehouse}/{database}.db/{name}"
+    return location if files.exists(f"{location}/_delta_log") else None
+
+
+def _swapped_in(files: LogFiles, rebuilds: str) -> str | None:
+    """The newest rebuild in folder `rebuilds` that a swap marked (stamps sort by time)."""
+    stamps = [f"{rebuilds}/{stamp}" for stamp in files.names(rebuilds)]
+    swapped = [stamp for stamp in stamps if files.exists(f"{stamp}/{SWAPPED_IN}")]
+    return swapped[-1] if swapped else None
+
+
+def log_versions(files: LogFiles, location: str) -> list[int]:
+    """The versions of the commit files in `<location>/_delta_log`, in order."""
+    found = (commit_version(name) for name in files.names(f"{location}/_delta_log"))
+    return sorted(v for v in found if v is not None)
+
+
+def log_commits(
+    files: LogFiles, location: str, *, after: int = -1, limit: int | None = None
+) -> list[Commit]:
+    """The commits of the Delta table at `location` newer than version `after`, in order, at
+    most `limit` of them.
 
     Reads only `_delta_log/<version>.json` files: each is one commit, written once and never
     changed (Delta's checkpoints summarise them but do not replace them until log cleanup).
     """
-    for version in commit_versions(table_dir):
+    commits: list[Commit] = []
+    for version in log_versions(files, location):
         if version <= after:
             continue
-        path = table_dir / "_delta_log" / f"{version:020d}.json"
-        try:
-            lines = path.read_text().splitlines()
-        except FileNotFoundError:  # removed by log cleanup since the listing
-            continue
-        for line in lines:
-            if '"commitInfo"' not in line:
-                continue
+        if limit is not None and len(commits) >= limit:
+            break
+        text = files.read(f"{location}/_delta_log/{commit_file(version)}")
+        info = None if text is None else commit_info(text)  # None: removed by log cleanup
+        if info is not None:
+            commits.append(commit_of(version, info))
+    return commits
+
+
+def commit_file(version: int) -> str:
+    """The name of version `version`'s commit file in a table's `_delta_log`."""
+    return f"{version:020d}.json"
+
+
+def commit_version(name: str) -> int | None:
+    """The version a `_delta_log` file name is the commit of; None for other files."""
+    found = _COMMIT_FILE.match(name)
+    return int(found.group(1)) if found else None
+
+
+def commit_info(text: str) -> dict[str, object] | None:
+    """The `commitInfo` action of a commit file's text, None when it has none."""
+    for line in text.splitlines():
+        if '"commitInfo"' in line:
             info = json.loads(line).get("commitInfo")
-            if isinstance(info, dict):
-                yield Commit(
-                    version,
-                    int(info.get("timestamp", 0)),
-                    str(info.get("operation", "")),
-                    decode(info.get("userMetadata")),
-                )
-                break
+            return info if isinstance(info, dict) else None
+    return None
+
+
+def commit_of(version: int, info: dict[str, object]) -> Commit:
+    """Commit `version` as its `commitInfo` action says."""
+    timestamp = info.get("timestamp", 0)
+    return Commit(
+        version,
+        int(timestamp) if isinstance(timestamp, int | float | str) else 0,
+        str(info.get("operation", "")),
+        decode(metadata if isinstance(metadata := info.get("userMetadata"), str) else None),
+    )

@@ -39,7 +39,13 @@ from spark_loaders.errors import RegistryUnavailable
 from spark_loaders.feed_status import FeedStatusBook
 from spark_loaders.isolation import FailureKind, as_transient, classify, describe
 from spark_loaders.kafka_access import check_kafka_access
-from spark_loaders.lineage import bronze_entry, commit_metadata, request_spans, source_positions
+from spark_loaders.lineage import (
+    bronze_entry,
+    commit_metadata,
+    quarantine_entry,
+    request_spans,
+    source_positions,
+)
 from spark_loaders.metrics import LOADER_METRICS
 from spark_loaders.offset_log import kafka_ranges, record_ranges
 from spark_loaders.openlineage import run_events
@@ -260,14 +266,16 @@ class BronzeLoader:
         if not progress.bronze_written:
             counted = Observation()
             try:
+                rows = quarantine_rows(records, reason, message)
                 self._tables.append(
-                    quarantine_rows(records, reason, message)
-                    .withColumn("_hub_ingested_at", ingested_at)
-                    .observe(counted, F.count(F.lit(1)).alias("records")),
+                    rows.withColumn("_hub_ingested_at", ingested_at).observe(
+                        counted, F.count(F.lit(1)).alias("records")
+                    ),
                     quarantine_table(topic),
                     app_id=f"{self._txn_app_id}:{quarantine_table(topic)}",
                     version=batch_id,
                     partitioned=False,
+                    metadata=quarantine_entry(topic, batch_id, rows).encode(),
                 )
                 self.statuses.set_aside(
                     topic,
@@ -369,6 +377,7 @@ class BronzeLoader:
                     app_id=f"{self._txn_app_id}:{quarantine_table(topic)}",
                     version=batch.batch_id,
                     partitioned=False,
+                    metadata=quarantine_entry(topic, batch.batch_id, rows).encode(),
                 )
         LOADER_METRICS.landed(table, landing.landed)
         LOADER_METRICS.quarantined(table, landing.reasons)

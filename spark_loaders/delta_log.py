@@ -9,7 +9,8 @@ first columns) and `remove`. Replaying the adds and removes gives the live files
 rows; the newest commit gives the version and time.
 
 `TableLog` keeps what it replayed and reads only commits newer than the last one it saw, so a
-refresh costs a directory listing and the new commit files.
+refresh costs a directory listing and the new commit files: on local disk, or on object storage
+through Hadoop's file system (`spark_loaders.storage.HadoopFiles`).
 
 What the log alone cannot say is reported as unknown, never guessed:
 - Delta cleans up JSON commits older than its log retention (30 days) once a checkpoint
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hub_core.ledger import commit_versions
+from hub_core.ledger import LocalFiles, LogFiles, commit_file, log_versions
 
 # The quarantine column whose per-file minimum and maximum give the files' reason codes.
 REASON_COLUMN = "_hub_reason_code"
@@ -37,7 +38,7 @@ class LogFacts:
     """What a table's log says now; None where it cannot say."""
 
     version: int | None  # the newest commit
-    committed_ms: int | None  # its commitInfo timestamp (else the file's modification time)
+    committed_ms: int | None  # its commitInfo timestamp
     rows: int | None
     files: int
     by_reason: dict[str, int] = field(default_factory=dict)  # quarantine tables only
@@ -52,9 +53,10 @@ class _LiveFile:
 class TableLog:
     """Follows one table's `_delta_log`, reading each commit file once."""
 
-    def __init__(self, location: Path) -> None:
+    def __init__(self, location: Path | str, files: LogFiles | None = None) -> None:
         self.location = location
-        self._log = location / "_delta_log"
+        self._files = files or LocalFiles()  # Hadoop's file system for object storage
+        self._log = f"{location}/_delta_log"
         self._reset()
 
     def _reset(self) -> None:
@@ -66,7 +68,7 @@ class TableLog:
     def refresh(self) -> LogFacts | None:
         """The table's facts after reading the commits that appeared since the last call;
         None when there is no Delta table at the location (yet, or any more)."""
-        versions = commit_versions(self.location)
+        versions = log_versions(self._files, str(self.location))
         if not versions:
             return None
         newest = versions[-1]
@@ -95,11 +97,8 @@ class TableLog:
         )
 
     def _replay(self, version: int) -> None:
-        path = self._log / f"{version:020d}.json"
-        try:
-            text = path.read_text()
-            modified_ms = int(path.stat().st_mtime * 1000)
-        except FileNotFoundError:  # cleaned up between the listing and now
+        text = self._files.read(f"{self._log}/{commit_file(version)}")
+        if text is None:  # cleaned up between the listing and now
             self._complete = False
             return
         committed_ms: int | None = None
@@ -116,7 +115,7 @@ class TableLog:
                 stamp = action["commitInfo"].get("timestamp")
                 committed_ms = int(stamp) if isinstance(stamp, int) else None
         self._version = version
-        self._committed_ms = committed_ms if committed_ms is not None else modified_ms
+        self._committed_ms = committed_ms
 
 
 def _file(stats_text: str | None) -> _LiveFile:

@@ -2,7 +2,8 @@
 
 A bronze commit records the Kafka offsets (and, for change events, source LSNs and
 transaction ids) it landed, a stream's batch by partition (`bronze_entry`), a replay or a
-reprocessing copy by run of consecutive offsets (`landed_entry`); a silver commit records the
+reprocessing copy by run of consecutive offsets (`landed_entry`); a quarantine commit the
+offsets it set aside, by run (`quarantine_entry`); a silver commit records the
 bronze versions its batch read, from the stream's own offset log. Each entry travels in the
 commit itself (`userMetadata`), so it is exactly once with the data: a batch Delta skips as a
 replay commits no entry either.
@@ -12,6 +13,7 @@ import json
 import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, cast
 
 from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
@@ -186,6 +188,12 @@ def landed_entry(topic: str, rows: DataFrame) -> LedgerEntry:
             .collect()
         )
     return runs_entry(topic, runs, requests)
+
+
+def quarantine_entry(topic: str, batch_id: int, rows: DataFrame) -> LedgerEntry:
+    """The entry of a quarantine commit of batch `batch_id`: the runs of offsets of the `rows`
+    (quarantine columns) it sets aside, found by one small job."""
+    return replace(landed_entry(topic, rows), kind=LedgerKind.QUARANTINE, batch=batch_id)
 
 
 def runs_entry(topic: str, runs: Iterable[Any], requests: Iterable[Any] = ()) -> LedgerEntry:

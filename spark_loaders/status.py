@@ -17,7 +17,12 @@ docs/adr/0039-loader-status-and-control-for-the-console.md.
   `hub load plan` says (spark_loaders/plan.py).
 - `POST /replay?topic=T`: replay the feed's quarantine, as `hub load replay T` does.
 - `GET /row?table=silver.<t>_current&key={"id": 42}`: the `_hub_partition` and `_hub_offset` of
-  a silver row found by its key, for row lineage (spark_loaders/row_lookup.py, ADR 0042).
+  a silver or gold row found by its key, for row lineage (spark_loaders/row_lookup.py, ADRs
+  0042 and 0047).
+- `GET /ledger`: the tables with ledger entries, where they live and their newest version;
+  `GET /ledger?table=T&after=V`: the table's commits after version V (at most
+  `LEDGER_PAGE`), for the API's lineage index when it cannot read the warehouse itself
+  (object storage: ADR 0048). Read from the Delta logs, as the API would: no Spark job.
 
 Bodies are JSON; errors are `{"error_code", "message"}` with the hub's codes.
 """
@@ -35,18 +40,28 @@ from urllib.parse import parse_qs
 
 from hub_core.errors import ErrorCode, HubError
 from hub_core.health import HealthServer, StartResponse
+from hub_core.ledger import (
+    LocalFiles,
+    LogFiles,
+    log_commits,
+    logged_tables,
+    table_location,
+)
 from hub_core.naming import TopicName, table_suffix, topic_name, value_subject
 from spark_loaders.delta_log import LogFacts, TableLog
 from spark_loaders.feed_status import FeedStatusBook
 from spark_loaders.metrics import LOADER_METRICS, LoaderMetrics
 from spark_loaders.settings import LAYERS, LoaderSettings
+from spark_loaders.storage import HadoopFiles
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
-ROUTES = ("/status", "/plan", "/replay", "/row")
+ROUTES = ("/status", "/plan", "/replay", "/row", "/ledger")
+# Commits in one `/ledger` answer: the API asks again after the last one it got.
+LEDGER_PAGE = 1000
 # Layers whose tables /status lists, in the order data flows through them.
 STATUS_LAYERS = (*LAYERS, "quarantine")
 _MAX_BODY_BYTES = 1024 * 1024  # a candidate schema
@@ -74,8 +89,10 @@ class LoaderStatus:
         *,
         metrics: LoaderMetrics = LOADER_METRICS,
         clock: Callable[[], float] = time.time,
+        remote: LogFiles | None = None,
     ) -> None:
         self._settings = settings
+        self._remote = remote  # how a warehouse on object storage is read
         self._metrics = metrics
         self._clock = clock
         self._logs: dict[tuple[str, str], TableLog] = {}
@@ -111,16 +128,21 @@ class LoaderStatus:
 
     def _refresh(self) -> None:
         warehouse = self._settings.warehouse_dir
-        if not isinstance(warehouse, Path):
+        files: LogFiles = LocalFiles()
+        if isinstance(warehouse, Path):
+            located: Iterable[tuple[str, str, Path | str]] = self._locations(warehouse)
+        elif self._remote is not None:
+            files, located = self._remote, self._remote_locations(self._remote, str(warehouse))
+        else:
             with self._lock:
                 self._refreshed_at = self._clock()
             return
         now = self._clock()
         tables = []
-        for layer, name, location in self._locations(warehouse):
+        for layer, name, location in located:
             table_log = self._logs.get((layer, name))
             if table_log is None or table_log.location != location:
-                table_log = self._logs[(layer, name)] = TableLog(location)
+                table_log = self._logs[(layer, name)] = TableLog(location, files)
             facts = table_log.refresh()
             if facts is not None:
                 tables.append(_table_status(layer, name, facts, now))
@@ -145,6 +167,17 @@ class LoaderStatus:
                 else:
                     yield layer, name, folder / name
 
+    def _remote_locations(self, files: LogFiles, warehouse: str) -> Iterable[tuple[str, str, str]]:
+        """As `_locations`, on object storage: a reprocessed bronze table is found by the mark
+        its swap left, as the lineage index finds it (`hub_core.ledger.table_location`)."""
+        for layer in STATUS_LAYERS:
+            folder = f"{warehouse}/{layer}.db"
+            for name in files.names(folder):
+                if "." in name:  # what an interrupted creation left (ADR 0040)
+                    continue
+                location = table_location(files, warehouse, f"{layer}.{name}")
+                yield layer, name, location or f"{folder}/{name}"
+
     def snapshot(self) -> dict[str, Any]:
         """The body of `GET /status`."""
         with self._lock:
@@ -160,9 +193,9 @@ class LoaderStatus:
         warehouse = self._settings.warehouse_dir
         unknown = (
             None
-            if isinstance(warehouse, Path)
-            else f"the warehouse is on object storage ({warehouse}); the loader reads local "
-            "Delta logs only, so the tables' facts are unknown"
+            if isinstance(warehouse, Path) or self._remote is not None
+            else f"the warehouse is on object storage ({warehouse}) and this status has no "
+            "Spark session to read it through, so the tables' facts are unknown"
         )
         return {
             "refreshed_at": refreshed_at,
@@ -277,10 +310,15 @@ class ControlRoutes:
         if path == "/row" and method == "GET":
             table = (query.get("table") or [""])[0]
             return "200 OK", self._row(table, _key((query.get("key") or [""])[0]))
+        if path == "/ledger" and method == "GET":
+            table = (query.get("table") or [""])[0]
+            if not table:
+                return "200 OK", self._ledger_tables()
+            return "200 OK", self._ledger_commits(table, _version((query.get("after") or [""])[0]))
         return _error(
             ErrorCode.MALFORMED_REQUEST,
             f"{method} {path} is not a loader route: GET /status, GET or POST /plan?topic=T, "
-            "POST /replay?topic=T, GET /row?table=T&key=K.",
+            "POST /replay?topic=T, GET /row?table=T&key=K, GET /ledger[?table=T&after=V].",
         )
 
     def _refusal(self, header: str | None) -> tuple[str, dict[str, Any]] | None:
@@ -322,6 +360,47 @@ class ControlRoutes:
             raise HubError("This loader has no Spark session to read rows with.",
                            code=ErrorCode.LOADER_ACTION_FAILED)  # fmt: skip
         return row_position(self._spark, table, key)
+
+    def _log_files(self) -> tuple[LogFiles, str]:
+        """How this loader's warehouse is read, and where it is."""
+        warehouse = self._settings.warehouse_dir
+        if isinstance(warehouse, Path):
+            return LocalFiles(), str(warehouse)
+        if self._spark is None:
+            raise HubError("This loader has no Spark session to read object storage with.",
+                           code=ErrorCode.LOADER_ACTION_FAILED)  # fmt: skip
+        return HadoopFiles(self._spark), str(warehouse)
+
+    def _ledger_tables(self) -> dict[str, Any]:
+        files, warehouse = self._log_files()
+        return {
+            "tables": [
+                {"table": name, "location": table.location, "newest": table.newest}
+                for name, table in logged_tables(files, warehouse).items()
+            ]
+        }
+
+    def _ledger_commits(self, table: str, after: int) -> dict[str, Any]:
+        files, warehouse = self._log_files()
+        location = table_location(files, warehouse, table)
+        if location is None:
+            raise HubError(f"{table[:300]} is no table of this loader with ledger entries.",
+                           code=ErrorCode.LINEAGE_NOT_FOUND)  # fmt: skip
+        commits = log_commits(files, location, after=after, limit=LEDGER_PAGE)
+        return {
+            "table": table,
+            "location": location,
+            "commits": [
+                {
+                    "version": c.version,
+                    "timestamp_ms": c.timestamp_ms,
+                    "operation": c.operation,
+                    "user_metadata": None if c.entry is None else c.entry.encode(),
+                }
+                for c in commits
+            ],
+            "more": len(commits) == LEDGER_PAGE,
+        }
 
     def _plan_from_log(self, topic: str, candidate: str | None) -> dict[str, Any]:
         return plan_for(self._settings, topic, candidate)
@@ -410,6 +489,16 @@ def _key(text: str) -> dict[str, Any]:
     return key
 
 
+def _version(text: str) -> int:
+    """The `after` of `/ledger`: a table version, or -1 (before the first) when not given."""
+    if not text:
+        return -1
+    if not text.lstrip("-").isdigit() or not -1 <= int(text) < 2**63:
+        raise HubError(f"after={text[:32]!r} is not a table version: give a whole number.",
+                       code=ErrorCode.MALFORMED_REQUEST)  # fmt: skip
+    return int(text)
+
+
 def _error(code: ErrorCode, message: str) -> tuple[str, dict[str, Any]]:
     reasons = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
                409: "Conflict", 422: "Unprocessable Entity", 500: "Internal Server Error",
@@ -423,7 +512,8 @@ def serve_status(
 ) -> LoaderStatus:
     """Mount the routes on the loader's `health` server and, when they are on, start
     refreshing the status; the caller stops it (`LoaderStatus.stop`) when the loader stops."""
-    status = LoaderStatus(settings)
+    remote = None if isinstance(settings.warehouse_dir, Path) else HadoopFiles(spark)
+    status = LoaderStatus(settings, remote=remote)
     health.mount(ROUTES, ControlRoutes(settings, status, spark=spark))
     if settings.control_token is not None and health.port is not None:
         status.start()

@@ -145,3 +145,29 @@ def _hadoop(spark: "SparkSession", location: RemoteLocation) -> tuple[Any, Any]:
     jvm: Any = spark.sparkContext._jvm
     path = jvm.org.apache.hadoop.fs.Path(location.uri)
     return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
+class HadoopFiles:
+    """`hub_core.ledger.LogFiles` on a remote location, through Hadoop's FileSystem configured
+    as the session's (S3A settings included): the loader reads its tables' Delta logs for the
+    API's lineage index with it (`GET /ledger`, ADR 0048)."""
+
+    def __init__(self, spark: "SparkSession") -> None:
+        self._spark = spark
+
+    def names(self, folder: str) -> list[str]:
+        fs, path = _hadoop(self._spark, RemoteLocation(folder))
+        if not fs.exists(path):
+            return []
+        return sorted(str(status.getPath().getName()) for status in fs.listStatus(path))
+
+    def exists(self, location: str) -> bool:
+        return exists(self._spark, RemoteLocation(location))
+
+    def read(self, location: str) -> str | None:
+        try:
+            return read_text(self._spark, RemoteLocation(location))
+        except Exception as exc:  # Py4J's error, naming the Java exception
+            if "java.io.FileNotFoundException" in str(exc):
+                return None  # removed by log cleanup since the listing
+            raise

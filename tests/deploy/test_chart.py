@@ -225,6 +225,7 @@ def test_secrets_reach_pods_only_from_secrets() -> None:
     for env, variable in ((loader, "HUB_LOADER_CONTROL_TOKEN"), (api, "HUB_API_LOADER_TOKEN")):
         assert env[variable]["secretKeyRef"] == {"name": "hub-loader-control", "key": "token"}
     assert api["HUB_API_LOADER_URL"] == "http://hub-integration-hub-loader:8081"
+    assert api["HUB_API_LINEAGE_SOURCE"] == "loader"  # the tables are in the bucket
     services = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "Service"}
     assert services["hub-integration-hub-loader"]["ports"] == [
         {"name": "health", "port": 8081, "targetPort": "health"}

@@ -222,6 +222,12 @@ def test_a_replayed_change_traces_from_its_row_to_its_lsn_and_on_to_silver_and_g
 
     # One entry for the stream's batch, one for the replay (no batch), none for its rerun.
     assert _entries(engine, topic.table) == [None, 0]
+    # The quarantine commit of the batch names the offset it set aside, exactly; clearing the
+    # quarantine after the replay adds no entry.
+    assert _entries(engine, topic.quarantine) == [0]
+    held_by = store.bronze_holding(topic=topic.name, partition=partition, offset=offset)
+    (aside,) = [h for h in held_by if h.table == topic.quarantine]
+    assert (aside.version, aside.first_offset, aside.last_offset) == (0, offset, offset)
     # The replayed row traces to its offset and LSN in the replay's commit...
     row = spark.table(topic.table).where("after.id = 2").collect()
     assert [(r["_hub_partition"], r["_hub_offset"]) for r in row] == [(partition, offset)]

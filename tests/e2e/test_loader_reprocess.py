@@ -77,7 +77,7 @@ def test_rebuild_swaps_in_atomically_and_keeps_what_the_stream_landed_meanwhile(
     sync = LineageSync(engine, Path(str(settings.warehouse_dir)), min_interval_s=0)
     sync.sync()
     store = LineageStore(engine)
-    assert sync.tables()[table] == Path(result.request.location)
+    assert sync.tables()[table] == str(Path(result.request.location))
     copied = set()
     for row in rows:
         partition, offset = row["_hub_partition"], row["_hub_offset"]

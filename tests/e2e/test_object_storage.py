@@ -3,6 +3,8 @@ checkpoints on `s3a://` URIs of a real S3 server (versitygw), as a production lo
 
 The server's posix backend keeps each object as a file under its root, so the test reads what
 the loader wrote with the tests' own Spark session, by path, straight from the bucket's folder.
+A running loader reads its tables' Delta logs in the bucket for an API that cannot: lineage
+(`GET /ledger`, ADR 0048) and the console's table figures (`GET /status`).
 """
 
 import json
@@ -10,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from pyspark.sql import SparkSession
@@ -17,10 +20,13 @@ from pyspark.sql import SparkSession
 from hub_cli import demo
 from hub_core.naming import TopicName, table_suffix
 from spark_loaders.feed_status import STATUS_FILE as FEED_STATUS_FILE
-from tests.support.hub_client import create_feed, publish, unique_topic
+from tests.support.api_server import serve_api
+from tests.support.hub_client import bearer, create_feed, publish, unique_topic
 from tests.support.loader import produce
 from tests.support.loader_process import LoaderProcess, loader_env
 from tests.support.object_store import Bucket, ObjectStore
+from tests.support.ports import free_port
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -62,6 +68,27 @@ def _customer(customer_id: int, country: str, ms: int) -> dict[str, Any]:
     return value
 
 
+def _customers(
+    api_url: str, key: str, home: Path, prefix: str, *, customers: int
+) -> tuple[str, Path]:
+    """A new changelog feed of `customers` created customers, and a warehouse model in `home`
+    with their dimension `gold.dim_customer_<feed's table suffix>`."""
+    topic = unique_topic(prefix)
+    create_feed(api_url, key, topic=topic, schema=demo.schema_text("demo.customers"),
+                owner=demo.TEAM)  # fmt: skip
+    changes = [_customer(n, "SE", T0 + n) for n in range(1, customers + 1)]
+    body = [{"key": str(c["after"]["customer_id"]), "value": c} for c in changes]
+    response = publish(api_url, key, topic, body)
+    assert response.status_code == 200, response.text
+    suffix = table_suffix(TopicName(topic))
+    model = home / "model.yaml"
+    model.write_text(yaml.safe_dump({"dimensions": [
+        {"name": f"customer_{suffix}", "source": topic, "business_key": ["customer_id"],
+         "attributes": ["name", "country"]},
+    ]}))  # fmt: skip
+    return topic, model
+
+
 def test_bronze_silver_gold_and_quarantine_land_in_the_bucket_each_record_once(
     api_url: str,
     kafka_bootstrap: str,
@@ -70,24 +97,12 @@ def test_bronze_silver_gold_and_quarantine_land_in_the_bucket_each_record_once(
     bucket: Bucket,
     tmp_path: Path,
 ) -> None:
-    key = team_key(demo.TEAM)
-    topic = unique_topic("s3")
-    create_feed(api_url, key, topic=topic, schema=demo.schema_text("demo.customers"),
-                owner=demo.TEAM)  # fmt: skip
-    changes = [_customer(n, "SE", T0 + n) for n in (1, 2, 3)]
-    body = [{"key": str(c["after"]["customer_id"]), "value": c} for c in changes]
-    response = publish(api_url, key, topic, body)
-    assert response.status_code == 200, response.text
+    topic, model = _customers(api_url, team_key(demo.TEAM), tmp_path, "s3", customers=3)
     produce(kafka_bootstrap, topic, [b"not an Avro record"])  # for quarantine
     env = _s3_env(tmp_path, bucket, api_url, kafka_bootstrap, topic)
 
     # One `--once` run lands bronze and quarantine, then catches silver up and builds gold.
     suffix = table_suffix(TopicName(topic))
-    model = tmp_path / "model.yaml"
-    model.write_text(yaml.safe_dump({"dimensions": [
-        {"name": f"customer_{suffix}", "source": topic, "business_key": ["customer_id"],
-         "attributes": ["name", "country"]},
-    ]}))  # fmt: skip
     with LoaderProcess(env, tmp_path / "once.log", "--once", "--warehouse", str(model)) as loader:
         assert loader.process.wait(timeout=600) == 0, loader.text()[-3000:]
         log_text = loader.text()
@@ -122,3 +137,66 @@ def test_bronze_silver_gold_and_quarantine_land_in_the_bucket_each_record_once(
     feeds = json.loads((tmp_path / "state" / FEED_STATUS_FILE).read_text())
     assert topic in json.dumps(feeds)
     assert not list(checkpoints.glob("*.json"))
+
+
+def test_an_api_traces_lineage_of_tables_in_the_bucket_through_the_running_loader(
+    api_url: str,
+    api_database: str,
+    kafka_bootstrap: str,
+    team_key: Callable[[str], str],
+    bucket: Bucket,
+    tmp_path: Path,
+) -> None:
+    key = team_key(demo.TEAM)
+    topic, model = _customers(api_url, key, tmp_path, "s3lin", customers=2)
+    suffix = table_suffix(TopicName(topic))
+    env = _s3_env(tmp_path, bucket, api_url, kafka_bootstrap, topic)
+    token = "s3-lineage-token"
+    health = f"http://127.0.0.1:{free_port()}"
+    env |= {"HUB_LOADER_HEALTH_PORT": health.rsplit(":", 1)[1], "HUB_LOADER_CONTROL_TOKEN": token,
+            "HUB_LOADER_STATUS_REFRESH_SECONDS": "1"}  # fmt: skip
+    dimension = f"gold.dim_customer_{suffix}"
+
+    # The API cannot read the bucket: the running loader reads its tables' Delta logs for it.
+    with (
+        LoaderProcess(env, tmp_path / "loader.log", "--warehouse", str(model)) as loader,
+        serve_api(
+            database_url=api_database,
+            bootstrap_servers=kafka_bootstrap,
+            api={
+                "loader_url": health,
+                "loader_token": token,
+                "lineage_source": "loader",
+                "lineage_warehouse_dir": tmp_path / "nothing-here",
+            },
+        ) as url,
+        httpx.Client(base_url=url, headers=bearer(key), timeout=120) as http,
+    ):
+
+        def traced() -> bool:
+            answer = http.get("/v1/lineage/positions",
+                              params={"topic": topic, "partition": 0, "offset": 0})  # fmt: skip
+            tables = {v["table"] for v in answer.json().get("versions", [])}
+            return answer.status_code == 200 and dimension in tables
+
+        wait_until(traced, timeout_s=300, what="the first change traced to its dimension")
+        answer = http.get("/v1/lineage/positions",
+                          params={"topic": topic, "partition": 0, "offset": 0})  # fmt: skip
+        tables = {v["table"] for v in answer.json()["versions"]}
+        assert {f"bronze.{suffix}", f"silver.{suffix}_current", dimension} <= tables
+        # A gold row by its key, found by the same loader in the bucket.
+        row = http.get("/v1/lineage/rows", params={"table": dimension, "key": "customer_id=2"})
+        assert row.status_code == 200, row.text
+        assert (row.json()["topic"], row.json()["bronze_table"]) == (topic, f"bronze.{suffix}")
+
+        # The console's Tables page: the loader's status reads the tables' logs in the bucket.
+        def rows() -> dict[tuple[str, str], int | None]:
+            status = httpx.get(f"{health}/status", headers=bearer(token), timeout=30).json()
+            return {(t["layer"], t["table"]): t["rows"] for t in status["tables"]}
+
+        wait_until(lambda: ("gold", f"dim_customer_{suffix}") in rows(), timeout_s=30,
+                   what="the loader's status of the tables in the bucket")  # fmt: skip
+        landed = rows()
+        assert landed[("bronze", suffix)] == 2
+        assert landed[("gold", f"dim_customer_{suffix}")] == 3  # with the unknown member
+        assert bucket.secret_key not in loader.text()

@@ -191,7 +191,7 @@ def test_a_table_swapped_to_its_rebuild_is_indexed_from_there_not_from_its_old_l
     store = LineageStore(hub_engine)
 
     assert (waiting, swapped) == (0, 2)
-    assert sync.tables()[BRONZE] == rebuilds / "20261125T050000Z"
+    assert sync.tables()[BRONZE] == str(rebuilds / "20261125T050000Z")
     assert [h.version for h in store.bronze_holding(table=BRONZE, partition=0, offset=7)] == [0]
     assert [h.version for h in store.bronze_holding(table=BRONZE, partition=0, offset=14)] == [1]
     assert store.bronze_by_request("req-1") == []  # the old location's commits are gone

@@ -21,7 +21,7 @@ from hub_api import lineage_routes
 from hub_api.auth import KeyVerifier
 from hub_api.errors import install_error_handlers
 from hub_api.lineage_service import LineageService, parse_key
-from hub_api.loader_client import LoaderClient
+from hub_api.loader_client import LoaderClient, LoaderLedger
 from hub_api.publish_routes import request_id_of
 from hub_api.settings import ApiSettings
 from hub_core.errors import ErrorCode, HubError
@@ -29,6 +29,7 @@ from hub_core.ledger import LedgerEntry, LedgerKind, OffsetRange, RequestSpan, T
 from hub_kafka.reader import RawRecord
 from registry.types import SchemaId
 from registry.wire import frame
+from spark_loaders import status
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.status import ControlRoutes, LoaderStatus
 from tests.support.ledger_log import write_commit
@@ -337,3 +338,62 @@ def test_without_a_loader_a_row_by_key_is_503_50350(
 )
 def test_a_row_key_is_col_value_pairs_or_a_json_object(text: str, key: dict[str, Any]) -> None:
     assert parse_key(text) == key
+
+
+def _loader_ledger(warehouse: Path) -> LoaderLedger:
+    """The API's ledger source reading through the loader's `/ledger` on `warehouse`."""
+    settings = LoaderSettings(control_token="ledger-token", warehouse_dir=warehouse)
+    routes = ControlRoutes(settings, LoaderStatus(settings))
+    api = ApiSettings(loader_url="http://loader.test", loader_token="ledger-token")
+    return LoaderLedger(LoaderClient(api, transport=httpx.WSGITransport(app=routes)))
+
+
+def test_an_api_that_cannot_read_the_warehouse_indexes_it_through_the_loader_page_by_page(
+    client: tuple[TestClient, dict[str, str]],
+    hub_engine: Engine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(status, "LEDGER_PAGE", 1)  # the API asks again after each commit
+    sync = LineageSync(hub_engine, _loader_ledger(tmp_path), min_interval_s=0)
+
+    assert sync.tables() == LineageSync(hub_engine, tmp_path).tables()
+    first = sync.sync()
+    write_commit(
+        tmp_path / "bronze.db" / "sales_orders",
+        1,
+        LedgerEntry(LedgerKind.BRONZE, batch=1, topic=TOPIC, ranges=(OffsetRange(0, 13, 20),)),
+    )
+    second = sync.sync()
+
+    assert (first, second) == (7, 1)  # every entry of the warehouse, then the new one alone
+    store = LineageStore(hub_engine)
+    assert [h.version for h in store.bronze_holding(table=BRONZE, partition=0, offset=11)] == [0]
+    assert [h.version for h in store.bronze_holding(table=BRONZE, partition=0, offset=15)] == [1]
+    assert store.sources_of(FACT) == [BRONZE, DIMENSION]
+    assert sync.sync() == 0
+
+
+@pytest.mark.parametrize(
+    ("params", "code"),
+    [
+        ({"table": "bronze.unknown"}, ErrorCode.LINEAGE_NOT_FOUND),
+        ({"table": "bronze.sales_orders/../../etc"}, ErrorCode.LINEAGE_NOT_FOUND),
+        ({"table": "quarantine.sales_orders"}, ErrorCode.LINEAGE_NOT_FOUND),
+        ({"table": BRONZE, "after": "one"}, ErrorCode.MALFORMED_REQUEST),
+    ],
+)
+def test_the_loader_reads_the_ledger_of_its_own_tables_alone(
+    client: tuple[TestClient, dict[str, str]], tmp_path: Path, params: dict[str, str], code: int
+) -> None:
+    settings = LoaderSettings(control_token="ledger-token", warehouse_dir=tmp_path)
+    routes = ControlRoutes(settings, LoaderStatus(settings))
+    with httpx.Client(
+        transport=httpx.WSGITransport(app=routes),
+        base_url="http://loader.test",
+        headers={"Authorization": "Bearer ledger-token"},
+    ) as loader:
+        answer = loader.get("/ledger", params=params)
+
+    assert answer.json()["error_code"] == code
+    assert answer.status_code in (400, 404)

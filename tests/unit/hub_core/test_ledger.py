@@ -8,12 +8,13 @@ import pytest
 from hub_core.ledger import (
     LedgerEntry,
     LedgerKind,
+    LocalFiles,
     OffsetRange,
     RequestSpan,
     TableRead,
     decode,
     joined_ranges,
-    read_commits,
+    log_commits,
 )
 from tests.support.ledger_log import write_commit
 
@@ -55,14 +56,17 @@ def test_metadata_that_is_not_a_ledger_entry_is_no_lineage_not_an_error(text: st
     assert decode(text) is None
 
 
-def test_read_commits_returns_each_commit_after_a_version_with_its_entry(tmp_path: Path) -> None:
+def test_log_commits_returns_each_commit_after_a_version_with_its_entry_a_page_at_a_time(
+    tmp_path: Path,
+) -> None:
     write_commit(tmp_path, 0, BRONZE, operation="CREATE TABLE AS SELECT")
     write_commit(tmp_path, 1, None, operation="OPTIMIZE")
     write_commit(tmp_path, 2, SILVER, operation="MERGE")
     (tmp_path / "_delta_log" / "00000000000000000002.checkpoint.parquet").write_bytes(b"")
 
-    commits = list(read_commits(tmp_path))
-    later = list(read_commits(tmp_path, after=1))
+    commits = log_commits(LocalFiles(), str(tmp_path))
+    later = log_commits(LocalFiles(), str(tmp_path), after=1)
+    page = log_commits(LocalFiles(), str(tmp_path), limit=2)
 
     assert [(c.version, c.operation, c.entry) for c in commits] == [
         (0, "CREATE TABLE AS SELECT", BRONZE),
@@ -70,10 +74,11 @@ def test_read_commits_returns_each_commit_after_a_version_with_its_entry(tmp_pat
         (2, "MERGE", SILVER),
     ]
     assert [c.version for c in later] == [2]
+    assert [c.version for c in page] == [0, 1]
 
 
 def test_a_table_without_a_log_has_no_commits(tmp_path: Path) -> None:
-    assert list(read_commits(tmp_path / "missing")) == []
+    assert log_commits(LocalFiles(), str(tmp_path / "missing")) == []
 
 
 def test_runs_of_a_partition_stay_apart_within_the_limit_and_the_closest_join_beyond_it() -> None:
