@@ -331,7 +331,7 @@ def _swapped_in(files: LogFiles, rebuilds: str) -> str | None:
 
 def log_versions(files: LogFiles, location: str) -> list[int]:
     """The versions of the commit files in `<location>/_delta_log`, in order."""
-    found = (commit_version(name) for name in files.names(f"{location}/_delta_log"))
+    found = (_commit_version(name) for name in files.names(f"{location}/_delta_log"))
     return sorted(v for v in found if v is not None)
 
 
@@ -351,9 +351,9 @@ def log_commits(
         if limit is not None and len(commits) >= limit:
             break
         text = files.read(f"{location}/_delta_log/{commit_file(version)}")
-        info = None if text is None else commit_info(text)  # None: removed by log cleanup
+        info = None if text is None else _commit_info(text)  # None: removed by log cleanup
         if info is not None:
-            commits.append(commit_of(version, info))
+            commits.append(_commit_of(version, info))
     return commits
 
 
@@ -362,13 +362,13 @@ def commit_file(version: int) -> str:
     return f"{version:020d}.json"
 
 
-def commit_version(name: str) -> int | None:
+def _commit_version(name: str) -> int | None:
     """The version a `_delta_log` file name is the commit of; None for other files."""
     found = _COMMIT_FILE.match(name)
     return int(found.group(1)) if found else None
 
 
-def commit_info(text: str) -> dict[str, object] | None:
+def _commit_info(text: str) -> dict[str, object] | None:
     """The `commitInfo` action of a commit file's text, None when it has none."""
     for line in text.splitlines():
         if '"commitInfo"' in line:
@@ -377,7 +377,7 @@ def commit_info(text: str) -> dict[str, object] | None:
     return None
 
 
-def commit_of(version: int, info: dict[str, object]) -> Commit:
+def _commit_of(version: int, info: dict[str, object]) -> Commit:
     """Commit `version` as its `commitInfo` action says."""
     timestamp = info.get("timestamp", 0)
     return Commit(

@@ -346,7 +346,7 @@ class BronzeLoader:
                 counts = decoded.counts()
                 redone = counts is None
                 if counts is None or counts.undecodable:
-                    landing.quarantine(decoded.undecodable, maybe_empty=counts is None)
+                    landing.quarantine(decoded.undecodable)
                 if counts is not None:
                     landing.landed += counts.total - counts.others - counts.undecodable
                     landing.reasons[QuarantineReason.PAYLOAD_UNDECODABLE.value] += (
@@ -370,14 +370,16 @@ class BronzeLoader:
             rows = landing.quarantined[0]
             for more in landing.quarantined[1:]:
                 rows = rows.unionByName(more)
-            if not (landing.maybe_empty and rows.isEmpty()):
+            # The entry's runs say whether there is anything to write (the rows may be none).
+            entry = quarantine_entry(topic, batch.batch_id, rows)
+            if entry.ranges:
                 self._tables.append(
                     rows.withColumn("_hub_ingested_at", ingested_at),
                     quarantine_table(topic),
                     app_id=f"{self._txn_app_id}:{quarantine_table(topic)}",
                     version=batch.batch_id,
                     partitioned=False,
-                    metadata=quarantine_entry(topic, batch.batch_id, rows).encode(),
+                    metadata=entry.encode(),
                 )
         LOADER_METRICS.landed(table, landing.landed)
         LOADER_METRICS.quarantined(table, landing.reasons)
@@ -451,7 +453,7 @@ class BronzeLoader:
             return False
         bad = decoded.undecodable_count()
         if decoded.undecodable is not None and bad != 0:
-            landing.quarantine(decoded.undecodable, maybe_empty=bad is None)
+            landing.quarantine(decoded.undecodable)
         landing.landed += sum(by_id[i] for i in decoded.decoders) - (bad or 0)
         landing.reasons[QuarantineReason.PAYLOAD_UNDECODABLE.value] += bad or 0
         return True
@@ -552,12 +554,11 @@ class _Landing:
     landed: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
     quarantined: list[DataFrame] = field(default_factory=list)
-    maybe_empty: bool = False  # some quarantine rows may be none: look before writing
     why: str = ""
 
-    def quarantine(self, rows: DataFrame, *, maybe_empty: bool = False) -> None:
+    def quarantine(self, rows: DataFrame) -> None:
+        """Rows to write to quarantine at the end of the batch; they may be none."""
         self.quarantined.append(rows)
-        self.maybe_empty = self.maybe_empty or maybe_empty
 
     def note(self, *, redone: bool) -> str:
         quarantined = self.reasons.total()

@@ -41,7 +41,7 @@ from spark_loaders.silver.changes import (
     events,
 )
 from spark_loaders.warehouse.dimensions import BEGINNING, UNKNOWN_KEY
-from spark_loaders.warehouse.snapshots import newest_reads
+from spark_loaders.warehouse.snapshots import at_version, newest_reads
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -168,7 +168,8 @@ def _gold_position(
         for c in frame.columns
         if c in read.columns and not c.startswith("_hub_") and c not in (*_GOLD_ONLY, f"{name}_key")
     ]
-    given = chosen.select(*[F.col(c).alias(f"_g_{c}") for c in [*shared, *_valid_from(frame)]])
+    kept = [*shared, VALID_FROM] if versioned else shared
+    given = chosen.select(*[F.col(c).alias(f"_g_{c}") for c in kept])
     same = F.lit(True)
     for column in shared:
         same = same & read[column].eqNullSafe(given[f"_g_{column}"])
@@ -246,18 +247,13 @@ def _event_of(
     return _answer(table, bronze, event[0])
 
 
-def _valid_from(frame: "DataFrame") -> list[str]:
-    return [VALID_FROM] if VALID_FROM in frame.columns else []
-
-
 def _as_of(spark: "SparkSession", table: str, version: int) -> "DataFrame":
     """`table` at `version`, the one a gold table's newest entry read; the current version when
     that one can no longer be read (its log expired, or the table was rebuilt elsewhere)."""
     from pyspark.errors import AnalysisException
 
     try:
-        # `table` is a hub table name checked against its pattern, never caller text.
-        return spark.sql(f"SELECT * FROM {table} VERSION AS OF {int(version)}")
+        return at_version(spark, table, version)  # a name from the ledger, checked by pattern
     except AnalysisException:
         return spark.table(table)
 

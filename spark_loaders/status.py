@@ -46,6 +46,7 @@ from hub_core.ledger import (
     log_commits,
     logged_tables,
     table_location,
+    warehouse_tables,
 )
 from hub_core.naming import TopicName, table_suffix, topic_name, value_subject
 from spark_loaders.delta_log import LogFacts, TableLog
@@ -168,15 +169,12 @@ class LoaderStatus:
                     yield layer, name, folder / name
 
     def _remote_locations(self, files: LogFiles, warehouse: str) -> Iterable[tuple[str, str, str]]:
-        """As `_locations`, on object storage: a reprocessed bronze table is found by the mark
-        its swap left, as the lineage index finds it (`hub_core.ledger.table_location`)."""
-        for layer in STATUS_LAYERS:
-            folder = f"{warehouse}/{layer}.db"
-            for name in files.names(folder):
-                if "." in name:  # what an interrupted creation left (ADR 0040)
-                    continue
-                location = table_location(files, warehouse, f"{layer}.{name}")
-                yield layer, name, location or f"{folder}/{name}"
+        """As `_locations`, on object storage: the tables the lineage index would find
+        (`hub_core.ledger.warehouse_tables`, whose databases are the status layers); a
+        reprocessed bronze table by the mark its swap left."""
+        for table, location in warehouse_tables(files, warehouse).items():
+            layer, name = table.split(".", 1)
+            yield layer, name, location
 
     def snapshot(self) -> dict[str, Any]:
         """The body of `GET /status`."""

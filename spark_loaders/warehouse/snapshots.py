@@ -58,8 +58,13 @@ class Snapshots:
         version = self._pinned.get(table)
         if version is None:
             return self._spark.table(table)
-        # Hub table names are checked identifiers (`hub_core.naming`), never user text.
-        return self._spark.sql(f"SELECT * FROM {table} VERSION AS OF {version}")
+        return at_version(self._spark, table, version)
+
+
+def at_version(spark: SparkSession, table: str, version: int) -> DataFrame:
+    """Delta table `table` as it was at `version` (`VERSION AS OF`)."""
+    # Hub table names are checked identifiers (`hub_core.naming`), never user text.
+    return spark.sql(f"SELECT * FROM {table} VERSION AS OF {int(version)}")
 
 
 class GoldLedger:
