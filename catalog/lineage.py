@@ -36,6 +36,7 @@ from hub_core.ledger import (
     LedgerKind,
     LocalFiles,
     LoggedTable,
+    decode,
     log_commits,
     logged_tables,
 )
@@ -88,19 +89,47 @@ class LineageStore:
     def bronze_holding(
         self, *, partition: int, offset: int, table: str | None = None, topic: str | None = None
     ) -> list[BronzeHit]:
-        """Bronze commits of `table` (or `topic`) whose offsets in `partition` hold `offset`."""
-        query = select(LineageOffsetRow).where(
-            LineageOffsetRow.partition == partition,
-            LineageOffsetRow.first_offset <= offset,
-            LineageOffsetRow.last_offset >= offset,
+        """Bronze commits of `table` (or `topic`) whose offsets in `partition` hold `offset`.
+
+        A stream batch's bronze ranges span every offset of the batch, the records it refused
+        too; when a quarantine commit of that batch says it withheld `offset` (its entry's
+        `withheld`), the batch's bronze commits are left out.
+        """
+        query = (
+            select(LineageOffsetRow, LineageCommitRow)
+            .join(
+                LineageCommitRow,
+                and_(
+                    LineageCommitRow.table_name == LineageOffsetRow.table_name,
+                    LineageCommitRow.version == LineageOffsetRow.version,
+                ),
+            )
+            .where(
+                LineageOffsetRow.partition == partition,
+                LineageOffsetRow.first_offset <= offset,
+                LineageOffsetRow.last_offset >= offset,
+            )
         )
         if table is not None:
             query = query.where(LineageOffsetRow.table_name == table)
         if topic is not None:
             query = query.where(LineageOffsetRow.topic == topic)
         with transaction(self._sessions) as session:
-            rows = session.scalars(query.order_by(LineageOffsetRow.version)).all()
-        return [_hit(row) for row in rows]
+            pairs = session.execute(query.order_by(LineageOffsetRow.version)).all()
+        withheld = {
+            (commit.topic, commit.batch_id)
+            for _, commit in pairs
+            if commit.kind == LedgerKind.QUARANTINE.value and _withheld(commit)
+        }
+        return [
+            _hit(offsets)
+            for offsets, commit in pairs
+            if not (
+                commit.kind == LedgerKind.BRONZE.value
+                and commit.batch_id is not None
+                and (commit.topic, commit.batch_id) in withheld
+            )
+        ]
 
     def bronze_by_lsn(self, lsn: int) -> list[BronzeHit]:
         """Bronze commits whose source LSN range holds `lsn`."""
@@ -380,6 +409,12 @@ def _add(session: Session, table: str, commit: Commit) -> bool:
             )
         )
     return True
+
+
+def _withheld(commit: LineageCommitRow) -> bool:
+    """Whether a quarantine commit's ranges are records its batch's bronze commits lack."""
+    entry = decode(commit.entry)
+    return entry is not None and entry.withheld and commit.batch_id is not None
 
 
 def _hit(row: LineageOffsetRow) -> BronzeHit:

@@ -27,7 +27,11 @@ its own source positions; beyond `MAX_RANGES` the closest runs are joined (`join
 A quarantine entry names, the same way, the offsets a commit set aside in `quarantine.<topic>`:
 
     {"v":1,"kind":"quarantine","topic":"sales.orders","batch":7,
-     "ranges":[{"p":0,"first":12,"last":12}]}
+     "ranges":[{"p":0,"first":12,"last":12}],"withheld":true}
+
+`withheld` says the ranges are exactly records the batch decoded and refused: the batch's
+bronze commits, whose ranges span every offset of the batch, do not hold them. A batch set
+aside whole, or ranges joined beyond `MAX_RANGES`, carry no `withheld`.
 
 This module imports nothing beyond the standard library: the loader writes entries and the
 API reads them, and neither may import the other.
@@ -109,6 +113,9 @@ class LedgerEntry:
     requests: tuple[RequestSpan, ...] = ()
     requests_omitted: int = 0
     reads: tuple[TableRead, ...] = field(default_factory=tuple)
+    # A quarantine entry's: its ranges are exactly records its batch refused, which none of the
+    # batch's bronze commits holds although their ranges span them.
+    withheld: bool = False
 
     def encode(self) -> str:
         """Compact JSON for a commit's `userMetadata`."""
@@ -125,6 +132,8 @@ class LedgerEntry:
             body["requests_omitted"] = self.requests_omitted
         if self.reads:
             body["reads"] = [{"table": r.table, "from": r.first, "to": r.last} for r in self.reads]
+        if self.withheld:
+            body["withheld"] = True
         return json.dumps(body, separators=(",", ":"))
 
 
@@ -222,6 +231,7 @@ def decode(text: str | None) -> LedgerEntry | None:
                 TableRead(str(r["table"]), int(r["from"]), int(r["to"]))
                 for r in body.get("reads", ())
             ),
+            withheld=body.get("withheld") is True,
         )
     except (ValueError, KeyError, TypeError):
         return None

@@ -275,7 +275,7 @@ class BronzeLoader:
                     app_id=f"{self._txn_app_id}:{quarantine_table(topic)}",
                     version=batch_id,
                     partitioned=False,
-                    metadata=quarantine_entry(topic, batch_id, rows).encode(),
+                    metadata=quarantine_entry(topic, batch_id, rows, withheld=False).encode(),
                 )
                 self.statuses.set_aside(
                     topic,
@@ -371,7 +371,7 @@ class BronzeLoader:
             for more in landing.quarantined[1:]:
                 rows = rows.unionByName(more)
             # The entry's runs say whether there is anything to write (the rows may be none).
-            entry = quarantine_entry(topic, batch.batch_id, rows)
+            entry = quarantine_entry(topic, batch.batch_id, rows, withheld=True)
             if entry.ranges:
                 self._tables.append(
                     rows.withColumn("_hub_ingested_at", ingested_at),

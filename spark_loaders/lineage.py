@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
 from hub_core.ledger import (
+    MAX_RANGES,
     MAX_REQUESTS,
     LedgerEntry,
     LedgerKind,
@@ -154,9 +155,44 @@ def landed_entry(topic: str, rows: DataFrame) -> LedgerEntry:
     `rows` must be exactly the rows the commit adds (those the table lacks); two small jobs
     read them, one for the runs of offsets and one for publish requests.
     """
+    requests: list[Row] = []
+    if "_hub_request_id" in rows.columns:
+        requests = (
+            rows.where(F.col("_hub_request_id").isNotNull())
+            .groupBy(
+                F.col("_hub_partition").alias("partition"),
+                F.col("_hub_request_id").alias("request_id"),
+            )
+            .agg(F.min("_hub_offset").alias("first"), F.max("_hub_offset").alias("last"))
+            .collect()
+        )
+    return runs_entry(topic, _offset_runs(rows), requests)
+
+
+def quarantine_entry(topic: str, batch_id: int, rows: DataFrame, *, withheld: bool) -> LedgerEntry:
+    """The entry of a quarantine commit of batch `batch_id`: the runs of offsets of the `rows`
+    (quarantine columns) it sets aside, found by one small job.
+
+    `withheld`: the rows are records the batch refused (not the batch set aside whole), so
+    the batch's bronze commits, whose ranges span them, do not hold them. The entry says so
+    only while its ranges are exact, not joined beyond `MAX_RANGES`: the index then leaves
+    those bronze commits out of these offsets' answer.
+    """
+    runs = _offset_runs(rows)
+    return replace(
+        runs_entry(topic, runs),
+        kind=LedgerKind.QUARANTINE,
+        batch=batch_id,
+        withheld=withheld and len(runs) <= MAX_RANGES,
+    )
+
+
+def _offset_runs(rows: DataFrame) -> list[Row]:
+    """(partition, first, last, lsn_min, lsn_max, tx_min, tx_max) of each run of consecutive
+    offsets among `rows` (columns `_hub_partition` and `_hub_offset`)."""
     lsn, tx = _source_columns(rows)
     consecutive = Window.partitionBy("partition")
-    runs = (
+    return (
         rows.select(
             F.col("_hub_partition").alias("partition"),
             F.col("_hub_offset").alias("offset"),
@@ -176,24 +212,6 @@ def landed_entry(topic: str, rows: DataFrame) -> LedgerEntry:
         )
         .collect()
     )
-    requests: list[Row] = []
-    if "_hub_request_id" in rows.columns:
-        requests = (
-            rows.where(F.col("_hub_request_id").isNotNull())
-            .groupBy(
-                F.col("_hub_partition").alias("partition"),
-                F.col("_hub_request_id").alias("request_id"),
-            )
-            .agg(F.min("_hub_offset").alias("first"), F.max("_hub_offset").alias("last"))
-            .collect()
-        )
-    return runs_entry(topic, runs, requests)
-
-
-def quarantine_entry(topic: str, batch_id: int, rows: DataFrame) -> LedgerEntry:
-    """The entry of a quarantine commit of batch `batch_id`: the runs of offsets of the `rows`
-    (quarantine columns) it sets aside, found by one small job."""
-    return replace(landed_entry(topic, rows), kind=LedgerKind.QUARANTINE, batch=batch_id)
 
 
 def runs_entry(topic: str, runs: Iterable[Any], requests: Iterable[Any] = ()) -> LedgerEntry:

@@ -228,6 +228,12 @@ def test_a_replayed_change_traces_from_its_row_to_its_lsn_and_on_to_silver_and_g
     held_by = store.bronze_holding(topic=topic.name, partition=partition, offset=offset)
     (aside,) = [h for h in held_by if h.table == topic.quarantine]
     assert (aside.version, aside.first_offset, aside.last_offset) == (0, offset, offset)
+    # The stream's bronze commit spans the offset but never held it: the quarantine commit
+    # and the replay's are all the position names.
+    assert {(h.table, h.version) for h in held_by} == {
+        (topic.quarantine, 0),
+        (topic.table, replayed),
+    }
     # The replayed row traces to its offset and LSN in the replay's commit...
     row = spark.table(topic.table).where("after.id = 2").collect()
     assert [(r["_hub_partition"], r["_hub_offset"]) for r in row] == [(partition, offset)]

@@ -173,6 +173,33 @@ def test_a_replayed_commit_names_each_run_of_its_offsets_and_its_request_once(
     assert [h.version for h in store.bronze_by_lsn(175)] == [1, 2]
 
 
+def test_a_record_its_batch_quarantined_is_held_by_the_quarantine_not_by_the_batchs_bronze(
+    hub_engine: Engine, warehouse: Path
+) -> None:
+    # Batch 1 (offsets 5..9) refused offset 7; batch 0 (0..4) went to quarantine whole after
+    # a failed landing, and its redo landed it in bronze all the same (bronze version 0).
+    quarantine = warehouse / "quarantine.db" / "cdc_shop_public_orders"
+    refused = LedgerEntry(
+        LedgerKind.QUARANTINE, batch=1, topic=TOPIC, ranges=(OffsetRange(0, 7, 7),), withheld=True
+    )
+    whole = LedgerEntry(LedgerKind.QUARANTINE, batch=0, topic=TOPIC, ranges=(OffsetRange(0, 0, 4),))
+    write_commit(quarantine, 0, whole)
+    write_commit(quarantine, 1, refused)
+    replayed = LedgerEntry(LedgerKind.BRONZE, topic=TOPIC, ranges=(OffsetRange(0, 7, 7),))
+    write_commit(warehouse / "bronze.db" / "cdc_shop_public_orders", 2, replayed, operation="MERGE")
+    LineageSync(hub_engine, warehouse).sync()
+    store = LineageStore(hub_engine)
+
+    def holding(offset: int) -> list[tuple[str, int]]:
+        hits = store.bronze_holding(topic=TOPIC, partition=0, offset=offset)
+        return sorted((h.table, h.version) for h in hits)
+
+    quarantined = "quarantine.cdc_shop_public_orders"
+    assert holding(7) == [(BRONZE, 2), (quarantined, 1)]  # the replay's, not batch 1's
+    assert holding(8) == [(BRONZE, 1)]
+    assert holding(3) == [(BRONZE, 0), (quarantined, 0)]  # set aside whole: both hold it
+
+
 def test_a_table_swapped_to_its_rebuild_is_indexed_from_there_not_from_its_old_location(
     hub_engine: Engine, warehouse: Path
 ) -> None:

@@ -31,9 +31,18 @@ BRONZE = LedgerEntry(
 SILVER = LedgerEntry(
     LedgerKind.SILVER, batch=3, reads=(TableRead("bronze.cdc_shop_public_orders", 4, 6),)
 )
+QUARANTINE = LedgerEntry(
+    LedgerKind.QUARANTINE,
+    batch=7,
+    topic="cdc.shop.public.orders",
+    ranges=(OffsetRange(0, 12, 12),),
+    withheld=True,
+)
 
 
-@pytest.mark.parametrize("entry", [BRONZE, SILVER], ids=["bronze", "silver"])
+@pytest.mark.parametrize(
+    "entry", [BRONZE, SILVER, QUARANTINE], ids=["bronze", "silver", "quarantine"]
+)
 def test_an_entry_reads_back_as_it_was_written(entry: LedgerEntry) -> None:
     assert decode(entry.encode()) == entry
 
