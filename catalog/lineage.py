@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from sqlalchemy import Engine, and_, delete, or_, select
+from sqlalchemy import ColumnElement, Engine, and_, delete, or_, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -32,6 +32,7 @@ from catalog.tables import (
 )
 from hub_core.database import transaction
 from hub_core.ledger import (
+    RETIRED,
     Commit,
     LedgerKind,
     LocalFiles,
@@ -218,14 +219,17 @@ class LineageStore:
         found: dict[tuple[str, int], TableVersion] = {}
         frontier = set(sources)
         with transaction(self._sessions) as session:
+            ids = {row.table_name: row.table_id for row in session.scalars(select(LineageTableRow))}
             for _ in range(_MAX_DEPTH):
                 if not frontier:
                     break
                 conditions = [
                     and_(
-                        LineageReadRow.source_table == table,
+                        # A retired location's commits were read under the table's own name.
+                        LineageReadRow.source_table == table.partition(RETIRED)[0],
                         LineageReadRow.first_version <= version,
                         LineageReadRow.last_version >= version,
+                        _same_table(ids.get(table)),
                     )
                     for table, version in frontier
                 ]
@@ -329,15 +333,22 @@ class LineageSync:
                 if row is not None and row.location == location and row.synced_version >= newest:
                     return 0  # another sync got here first
                 if row is None:
-                    session.add(LineageTableRow(table_name=name, location=location,
-                                                synced_version=newest))  # fmt: skip
+                    row = LineageTableRow(table_name=name, location=location,
+                                          synced_version=newest)  # fmt: skip
+                    session.add(row)
                 else:
                     if row.location != location:
                         # Moved by a reprocessing swap: the versions of the table are now
-                        # those of its new location, numbered from 0 again.
+                        # those of its new location, numbered from 0 again, under a new id.
+                        # The old location's are indexed under its retired name (the source
+                        # lists it as `<table>@<label>`, `hub_core.ledger.warehouse_tables`).
                         _forget(session, name)
+                        row.table_id = None
                     row.location = location
                     row.synced_version = newest
+                for commit in commits:
+                    if commit.table_id is not None:
+                        row.table_id = commit.table_id[:64]
                 added = 0
                 for commit in commits:
                     if commit.entry is not None and _add(session, name, commit):
@@ -406,9 +417,20 @@ def _add(session: Session, table: str, commit: Commit) -> bool:
                 source_table=read.table,
                 first_version=read.first,
                 last_version=read.last,
+                source_id=None if read.table_id is None else read.table_id[:64],
             )
         )
     return True
+
+
+def _same_table(table_id: str | None) -> ColumnElement[bool]:
+    """Reads of the table whose id is `table_id` (its current location): a read naming
+    another id read the location a reprocessing swap replaced, whose versions had the same
+    numbers. A read naming no id (an entry written before ids were recorded), or a table
+    whose id the index never saw, is matched by name and version alone."""
+    if table_id is None:
+        return true()
+    return or_(LineageReadRow.source_id.is_(None), LineageReadRow.source_id == table_id)
 
 
 def _withheld(commit: LineageCommitRow) -> bool:

@@ -72,6 +72,9 @@ class LineageTableRow(Base):
     table_name: Mapped[str] = mapped_column(String(300), primary_key=True)
     location: Mapped[str] = mapped_column(Text, nullable=False)
     synced_version: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    # The Delta table id at `location`, from the commit that set its metadata; None when the
+    # index never saw that commit (cleaned up before the table was first indexed).
+    table_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class LineageCommitRow(Base):
@@ -120,7 +123,8 @@ class LineageRequestRow(Base):
 
 
 class LineageReadRow(Base):
-    """Versions `first_version`..`last_version` of `source_table` that a commit read."""
+    """Versions `first_version`..`last_version` of `source_table` that a commit read, and the
+    Delta table id of the source read (`source_id`), where its entry names it."""
 
     __tablename__ = "lineage_reads"
 
@@ -129,3 +133,4 @@ class LineageReadRow(Base):
     source_table: Mapped[str] = mapped_column(String(300), primary_key=True, index=True)
     first_version: Mapped[int] = mapped_column(BigInteger, nullable=False)
     last_version: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    source_id: Mapped[str | None] = mapped_column(String(64), nullable=True)

@@ -10,7 +10,10 @@ class TableVersionPublic(BaseModel):
     """A version of a table and the kind of commit that made it (bronze, silver, gold, or
     quarantine: a commit that set records aside)."""
 
-    table: str
+    table: str = Field(
+        description="The table; `<table>@<label>` for a version of a bronze table's location "
+        "that a reprocessing swap replaced (docs/lineage.md)."
+    )
     version: int
     kind: str
     committed_at: datetime | None = None
@@ -20,7 +23,10 @@ class BronzeCommitPublic(BaseModel):
     """A bronze commit holding the position asked for, with the offsets it landed; or a
     quarantine commit (`table` `quarantine.<t>`) that set the record aside."""
 
-    table: str
+    table: str = Field(
+        description="The table; `<table>@<label>` for a commit at a bronze table's location "
+        "that a reprocessing swap replaced (docs/lineage.md)."
+    )
     version: int
     topic: str
     partition: int

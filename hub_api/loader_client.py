@@ -149,6 +149,7 @@ class LoaderClient:
                     int(c["timestamp_ms"]),
                     str(c["operation"]),
                     decode(c["user_metadata"]),
+                    str(c["table_id"]) if c.get("table_id") is not None else None,
                 )
                 for c in body["commits"]
             ]

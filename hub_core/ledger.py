@@ -13,10 +13,11 @@ table versions it read:
     {"v":1,"kind":"bronze","topic":"sales.orders","batch":7,
      "ranges":[{"p":0,"first":10,"last":19,"lsn":[100,180],"tx":[5,9]}],
      "requests":[["3f2a...",0,10,14]]}
-    {"v":1,"kind":"silver","batch":3,"reads":[{"table":"bronze.x","from":4,"to":6}]}
-    {"v":1,"kind":"gold","reads":[{"table":"silver.x_history","from":7,"to":9}]}
+    {"v":1,"kind":"silver","batch":3,"reads":[{"table":"bronze.x","from":4,"to":6,"id":"9c1e..."}]}
+    {"v":1,"kind":"gold","reads":[{"table":"silver.x_history","from":7,"to":9,"id":"52d0..."}]}
 
-`lsn`/`tx` (minimum and maximum) appear for change-event topics only; `requests` lists the
+A read's `id` is the Delta table id of the table read (`TableRead`). `lsn`/`tx` (minimum and
+maximum) appear for change-event topics only; `requests` lists the
 publish request ids of the commit's records with the offsets each covers, up to
 `MAX_REQUESTS` (beyond that `requests_omitted` counts those left out).
 
@@ -55,6 +56,12 @@ MAX_RANGES = 500
 # The file a reprocessing swap leaves in a rebuilt bronze location once it is the table's: the
 # index, which reads Delta logs without the metastore, follows the table there.
 SWAPPED_IN = "_hub_swapped_in"
+# Joins a bronze table's name and the label of a location a reprocessing swap replaced
+# (`bronze.<t>@original`, `bronze.<t>@<rebuild stamp>`): its versions, numbered apart from the
+# table's current ones, are indexed under that name. Never part of a Spark table name.
+RETIRED = "@"
+ORIGINAL = "original"
+_LABEL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # The databases whose tables carry ledger entries, under the warehouse as `<database>.db`.
 LEDGER_DATABASES = ("bronze", "silver", "gold", "quarantine")
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
@@ -95,11 +102,17 @@ class RequestSpan:
 
 @dataclass(frozen=True, slots=True)
 class TableRead:
-    """Versions `first`..`last` (inclusive) of `table`, read by a silver or gold commit."""
+    """Versions `first`..`last` (inclusive) of `table`, read by a silver or gold commit.
+
+    `table_id` is the Delta table id (`metaData.id`) of the table read, where the reader knew
+    it: a bronze table rebuilt by reprocessing has a new id at its new location, whose
+    versions are numbered from 0 again, so the id tells which location's versions these are.
+    """
 
     table: str
     first: int
     last: int
+    table_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +144,7 @@ class LedgerEntry:
         if self.requests_omitted:
             body["requests_omitted"] = self.requests_omitted
         if self.reads:
-            body["reads"] = [{"table": r.table, "from": r.first, "to": r.last} for r in self.reads]
+            body["reads"] = [_read_json(r) for r in self.reads]
         if self.withheld:
             body["withheld"] = True
         return json.dumps(body, separators=(",", ":"))
@@ -177,6 +190,13 @@ def _span(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, in
     if a is None or b is None:
         return a or b
     return min(a[0], b[0]), max(a[1], b[1])
+
+
+def _read_json(r: TableRead) -> dict[str, object]:
+    body: dict[str, object] = {"table": r.table, "from": r.first, "to": r.last}
+    if r.table_id is not None:
+        body["id"] = r.table_id
+    return body
 
 
 def _range_json(r: OffsetRange) -> dict[str, object]:
@@ -228,7 +248,12 @@ def decode(text: str | None) -> LedgerEntry | None:
             ),
             requests_omitted=int(body.get("requests_omitted", 0)),
             reads=tuple(
-                TableRead(str(r["table"]), int(r["from"]), int(r["to"]))
+                TableRead(
+                    str(r["table"]),
+                    int(r["from"]),
+                    int(r["to"]),
+                    str(r["id"]) if r.get("id") is not None else None,
+                )
                 for r in body.get("reads", ())
             ),
             withheld=body.get("withheld") is True,
@@ -239,12 +264,14 @@ def decode(text: str | None) -> LedgerEntry | None:
 
 @dataclass(frozen=True, slots=True)
 class Commit:
-    """One Delta commit as its log file says: version, time, operation and ledger entry."""
+    """One Delta commit as its log file says: version, time, operation and ledger entry, and
+    the table's id when the commit sets the table's metadata (its first commit does)."""
 
     version: int
     timestamp_ms: int
     operation: str
     entry: LedgerEntry | None
+    table_id: str | None = None
 
 
 class LogFiles(Protocol):
@@ -290,9 +317,16 @@ def warehouse_tables(files: LogFiles, warehouse: str) -> dict[str, str]:
             if "." not in name and files.exists(f"{folder}/{name}/_delta_log"):
                 found[f"{database}.{name}"] = f"{folder}/{name}"
     for table in files.names(f"{warehouse}/_rebuilds"):
-        rebuilt = _swapped_in(files, f"{warehouse}/_rebuilds/{table}")
-        if rebuilt is not None:
-            found[f"bronze.{table}"] = rebuilt
+        swapped = _swapped(files, f"{warehouse}/_rebuilds/{table}")
+        if not swapped:
+            continue
+        name = f"bronze.{table}"
+        original = found.pop(name, None)
+        if original is not None:
+            found[f"{name}{RETIRED}{ORIGINAL}"] = original
+        for older in swapped[:-1]:
+            found[f"{name}{RETIRED}{older.rsplit('/', 1)[-1]}"] = older
+        found[name] = swapped[-1]
     return found
 
 
@@ -314,29 +348,37 @@ def logged_tables(files: LogFiles, warehouse: str) -> dict[str, LoggedTable]:
 
 
 def table_location(files: LogFiles, warehouse: str, table: str) -> str | None:
-    """Where table `table` (`<database>.<name>`) of `warehouse` lives now; None when it is no
-    table with ledger entries there.
+    """Where table `table` (`<database>.<name>`, or a retired location's `<table>@<label>`)
+    of `warehouse` lives; None when it is no table with ledger entries there.
 
     A bronze table rebuilt by reprocessing lives in its newest rebuild that a swap marked
     (`<warehouse>/_rebuilds/<table>/<stamp>/_hub_swapped_in`): the rebuilds not marked wait
-    for their swap, and the table is still where it was.
+    for their swap, and the table is still where it was. The locations a swap replaced are
+    retired: `bronze.<t>@original` (where the table was created) and `bronze.<t>@<stamp>` (an
+    earlier rebuild), kept for the commits that read them.
     """
+    table, _, label = table.partition(RETIRED)
     database, _, name = table.partition(".")
     if database not in LEDGER_DATABASES or not _TABLE_NAME.fullmatch(name):
         return None
-    if database == "bronze":
-        rebuilt = _swapped_in(files, f"{warehouse}/_rebuilds/{name}")
-        if rebuilt is not None:
-            return rebuilt
+    swapped = _swapped(files, f"{warehouse}/_rebuilds/{name}") if database == "bronze" else []
+    if label:
+        if not swapped or not _LABEL.fullmatch(label):
+            return None
+        if label != ORIGINAL:
+            older = [s for s in swapped[:-1] if s.rsplit("/", 1)[-1] == label]
+            return older[0] if older else None
+    elif swapped:
+        return swapped[-1]
     location = f"{warehouse}/{database}.db/{name}"
     return location if files.exists(f"{location}/_delta_log") else None
 
 
-def _swapped_in(files: LogFiles, rebuilds: str) -> str | None:
-    """The newest rebuild in folder `rebuilds` that a swap marked (stamps sort by time)."""
+def _swapped(files: LogFiles, rebuilds: str) -> list[str]:
+    """The rebuilds in folder `rebuilds` that a swap marked, oldest first (stamps sort by
+    time): the newest is the table's location, the others are retired."""
     stamps = [f"{rebuilds}/{stamp}" for stamp in files.names(rebuilds)]
-    swapped = [stamp for stamp in stamps if files.exists(f"{stamp}/{SWAPPED_IN}")]
-    return swapped[-1] if swapped else None
+    return [stamp for stamp in stamps if files.exists(f"{stamp}/{SWAPPED_IN}")]
 
 
 def log_versions(files: LogFiles, location: str) -> list[int]:
@@ -361,9 +403,11 @@ def log_commits(
         if limit is not None and len(commits) >= limit:
             break
         text = files.read(f"{location}/_delta_log/{commit_file(version)}")
-        info = None if text is None else _commit_info(text)  # None: removed by log cleanup
+        if text is None:  # removed by log cleanup since the listing
+            continue
+        info = _commit_info(text)
         if info is not None:
-            commits.append(_commit_of(version, info))
+            commits.append(_commit_of(version, info, _table_id(text)))
     return commits
 
 
@@ -387,7 +431,16 @@ def _commit_info(text: str) -> dict[str, object] | None:
     return None
 
 
-def _commit_of(version: int, info: dict[str, object]) -> Commit:
+def _table_id(text: str) -> str | None:
+    """The table id a commit file's `metaData` action sets, None when it has none."""
+    for line in text.splitlines():
+        if line.startswith('{"metaData"'):
+            found = json.loads(line)["metaData"].get("id")
+            return found if isinstance(found, str) else None
+    return None
+
+
+def _commit_of(version: int, info: dict[str, object], table_id: str | None = None) -> Commit:
     """Commit `version` as its `commitInfo` action says."""
     timestamp = info.get("timestamp", 0)
     return Commit(
@@ -395,4 +448,5 @@ def _commit_of(version: int, info: dict[str, object]) -> Commit:
         int(timestamp) if isinstance(timestamp, int | float | str) else 0,
         str(info.get("operation", "")),
         decode(metadata if isinstance(metadata := info.get("userMetadata"), str) else None),
+        table_id,
     )

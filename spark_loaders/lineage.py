@@ -14,8 +14,10 @@ import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, cast
 
+from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -260,6 +262,7 @@ def stream_read(
     A Delta source offset is (reservoirVersion, index): index -1 means no file of that version
     read yet. The first batch of a stream reads the snapshot, every version up to its end.
     The range may include a version that added no rows the batch read; it never misses one.
+    The offset's `reservoirId` is the id of the Delta table read, which the read names.
     """
     end = _delta_offset(spark, checkpoint, batch_id)
     start = _delta_offset(spark, checkpoint, batch_id - 1) if batch_id > 0 else None
@@ -273,7 +276,38 @@ def stream_read(
         first = int(start["reservoirVersion"])
     if end.get("isStartingVersion"):
         first, last = 0, end_version
-    return TableRead(table, first, max(first, last))
+    reservoir = end.get("reservoirId")
+    return TableRead(
+        table, first, max(first, last), reservoir if isinstance(reservoir, str) else None
+    )
+
+
+def delta_table_id(spark: SparkSession, table: str) -> str | None:
+    """The Delta table id (`metaData.id`) of `table`, None when it does not exist.
+
+    A reprocessing swap points a bronze table's name at a new Delta table, with a new id and
+    its versions numbered from 0 again: the id tells which one a version number belongs to.
+    """
+    if not spark.catalog.tableExists(table):
+        return None
+    found = DeltaTable.forName(spark, table).detail().select("id").head()
+    return None if found is None or found[0] is None else str(found[0])
+
+
+def checkpoint_table_id(spark: SparkSession, checkpoint: Location) -> str | None:
+    """The id of the Delta table the stream of `checkpoint` reads, from its newest offset
+    (`reservoirId`); None before its first batch."""
+    folder = checkpoint / "offsets"
+    if isinstance(folder, Path):
+        names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+    else:
+        names = storage.HadoopFiles(spark).names(str(folder))
+    batches = sorted(int(name) for name in names if name.isdigit())
+    if not batches:
+        return None
+    offset = _delta_offset(spark, checkpoint, batches[-1])
+    reservoir = None if offset is None else offset.get("reservoirId")
+    return reservoir if isinstance(reservoir, str) else None
 
 
 def _delta_offset(

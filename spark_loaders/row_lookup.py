@@ -29,6 +29,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from hub_core.errors import ErrorCode, HubError
+from spark_loaders.lineage import delta_table_id
 from spark_loaders.silver.changes import (
     IS_CURRENT,
     IS_DELETED,
@@ -41,7 +42,7 @@ from spark_loaders.silver.changes import (
     events,
 )
 from spark_loaders.warehouse.dimensions import BEGINNING, UNKNOWN_KEY
-from spark_loaders.warehouse.snapshots import at_version, newest_reads
+from spark_loaders.warehouse.snapshots import Pin, at_version, newest_reads
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -151,18 +152,18 @@ def _gold_position(
         )
     chosen = rows.limit(1)
     pattern = _HISTORY_TABLE if kind == "dim" else _BRONZE_TABLE
-    source, version = next(
+    source, pin = next(
         (
-            (t, v)
-            for t, v in newest_reads(spark, table).items()
+            (t, p)
+            for t, p in newest_reads(spark, table).items()
             if pattern.fullmatch(t) and spark.catalog.tableExists(t)
         ),
         (None, None),
     )
-    if source is None or version is None:
+    if source is None or pin is None:
         raise HubError(f"No ledger entry of {table} names the table its rows come from.",
                        code=ErrorCode.LINEAGE_NOT_FOUND)  # fmt: skip
-    read = _as_of(spark, source, version)
+    read = _as_of(spark, source, pin)
     shared = [
         c
         for c in frame.columns
@@ -247,13 +248,16 @@ def _event_of(
     return _answer(table, bronze, event[0])
 
 
-def _as_of(spark: "SparkSession", table: str, version: int) -> "DataFrame":
-    """`table` at `version`, the one a gold table's newest entry read; the current version when
-    that one can no longer be read (its log expired, or the table was rebuilt elsewhere)."""
+def _as_of(spark: "SparkSession", table: str, pin: Pin) -> "DataFrame":
+    """`table` at the version a gold table's newest entry read; the current version when that
+    one is of another Delta table (a reprocessing swap replaced it since: the rebuilt table's
+    versions are numbered anew) or can no longer be read (its log expired)."""
     from pyspark.errors import AnalysisException
 
+    if pin.table_id is not None and pin.table_id != delta_table_id(spark, table):
+        return spark.table(table)
     try:
-        return at_version(spark, table, version)  # a name from the ledger, checked by pattern
+        return at_version(spark, table, pin.version)  # a name from the ledger, checked by pattern
     except AnalysisException:
         return spark.table(table)
 

@@ -41,6 +41,7 @@ from urllib.parse import parse_qs
 from hub_core.errors import ErrorCode, HubError
 from hub_core.health import HealthServer, StartResponse
 from hub_core.ledger import (
+    RETIRED,
     LocalFiles,
     LogFiles,
     log_commits,
@@ -173,6 +174,8 @@ class LoaderStatus:
         (`hub_core.ledger.warehouse_tables`, whose databases are the status layers); a
         reprocessed bronze table by the mark its swap left."""
         for table, location in warehouse_tables(files, warehouse).items():
+            if RETIRED in table:
+                continue  # a location a swap replaced: no table of the metastore any more
             layer, name = table.split(".", 1)
             yield layer, name, location
 
@@ -394,6 +397,7 @@ class ControlRoutes:
                     "timestamp_ms": c.timestamp_ms,
                     "operation": c.operation,
                     "user_metadata": None if c.entry is None else c.entry.encode(),
+                    "table_id": c.table_id,
                 }
                 for c in commits
             ],

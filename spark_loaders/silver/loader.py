@@ -23,7 +23,12 @@ from hub_core.ledger import LedgerEntry, LedgerKind
 from spark_loaders.comments import set_table_comment
 from spark_loaders.errors import LoaderError
 from spark_loaders.isolation import FailureKind, classify, describe
-from spark_loaders.lineage import commit_metadata, stream_read
+from spark_loaders.lineage import (
+    checkpoint_table_id,
+    commit_metadata,
+    delta_table_id,
+    stream_read,
+)
 from spark_loaders.maintenance import new_table_properties
 from spark_loaders.openlineage import RunEvents, run_events
 from spark_loaders.settings import LoaderSettings
@@ -66,11 +71,8 @@ class SilverLoader:
         self._spark = spark
         self._events = events
         self._spec = spec
-        self._checkpoint = f"{checkpoint_dir}/hub-silver-{spec.silver_prefix.split('.')[-1]}"
-        parsed = parse_location(self._checkpoint)
-        self._checkpoint_location: Location = (
-            Path(parsed) if isinstance(parsed, str) else cast(Location, parsed)
-        )
+        self._base_checkpoint = f"{checkpoint_dir}/hub-silver-{spec.silver_prefix.split('.')[-1]}"
+        self._use_checkpoint(self._base_checkpoint)
         # New row columns in bronze reach silver through MERGE's schema evolution.
         spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")
 
@@ -81,6 +83,7 @@ class SilverLoader:
     def start(self, *, available_now: bool = False, trigger_seconds: float = 1.0) -> StreamingQuery:
         """Follow the bronze table; with `available_now`, stop once caught up."""
         self._ensure_tables()
+        self._follow_rebuilt_bronze()
         writer = (
             self._spark.readStream.format("delta")
             .table(self._spec.bronze_table)
@@ -99,6 +102,38 @@ class SilverLoader:
             self._spec.history_table,
         )
         return writer.start()
+
+    def _use_checkpoint(self, checkpoint: str) -> None:
+        self._checkpoint = checkpoint
+        parsed = parse_location(checkpoint)
+        self._checkpoint_location: Location = (
+            Path(parsed) if isinstance(parsed, str) else cast(Location, parsed)
+        )
+
+    def _follow_rebuilt_bronze(self) -> None:
+        """Read a bronze table that a reprocessing swap replaced from a checkpoint of its own.
+
+        The swap points the bronze table's name at a new Delta table, with a new id and its
+        versions numbered from 0 again (ADR 0015), and a Delta stream refuses to go on from
+        offsets of another table. The stream then reads the rebuilt table from its start,
+        from a checkpoint named by its id (`hub-silver-<t>-<table id>`); silver's MERGEs,
+        which match on what a row is, make rows read again change nothing. A stream whose
+        checkpoint reads the current table keeps it, so one that never saw a swap is unchanged.
+        """
+        bronze = delta_table_id(self._spark, self._spec.bronze_table)
+        self._use_checkpoint(self._base_checkpoint)
+        read = checkpoint_table_id(self._spark, self._checkpoint_location)
+        if bronze is None or read is None or read == bronze:
+            return
+        self._use_checkpoint(f"{self._base_checkpoint}-{bronze}")
+        log.warning(
+            "%s is a rebuilt table now (id %s; the stream read %s): silver reads it from its "
+            "start, from checkpoint %s",
+            self._spec.bronze_table,
+            bronze,
+            read,
+            self._checkpoint,
+        )
 
     def apply(self, batch: DataFrame, batch_id: int) -> None:
         """Apply one batch of bronze rows to history, then current; replaying it is a no-op."""

@@ -15,6 +15,7 @@ pytestmark = pytest.mark.unit
 TOPIC = "cdc.shop.public.orders"
 BRONZE = "bronze.cdc_shop_public_orders"
 HISTORY = "silver.cdc_shop_public_orders_history"
+BRONZE_ID = "5b0c6f0e-0000-4000-8000-000000000001"
 
 
 def _bronze(batch: int, first: int, last: int, lsn: tuple[int, int]) -> LedgerEntry:
@@ -27,19 +28,19 @@ def _bronze(batch: int, first: int, last: int, lsn: tuple[int, int]) -> LedgerEn
     )
 
 
+def _silver(batch: int, read: TableRead) -> LedgerEntry:
+    return LedgerEntry(LedgerKind.SILVER, batch=batch, reads=(read,))
+
+
 @pytest.fixture
 def warehouse(tmp_path: Path) -> Path:
     bronze = tmp_path / "bronze.db" / "cdc_shop_public_orders"
-    write_commit(bronze, 0, _bronze(0, 0, 4, (100, 140)))
+    write_commit(bronze, 0, _bronze(0, 0, 4, (100, 140)), table_id=BRONZE_ID)
     write_commit(bronze, 1, _bronze(1, 5, 9, (150, 190)))
     history = tmp_path / "silver.db" / "cdc_shop_public_orders_history"
     write_commit(history, 0, None, operation="CREATE TABLE AS SELECT")
-    write_commit(
-        history, 1, LedgerEntry(LedgerKind.SILVER, batch=0, reads=(TableRead(BRONZE, 0, 0),))
-    )
-    write_commit(
-        history, 2, LedgerEntry(LedgerKind.SILVER, batch=1, reads=(TableRead(BRONZE, 1, 1),))
-    )
+    write_commit(history, 1, _silver(0, TableRead(BRONZE, 0, 0, BRONZE_ID)))
+    write_commit(history, 2, _silver(1, TableRead(BRONZE, 1, 1, BRONZE_ID)))
     (tmp_path / "quarantine.db" / "x" / "_delta_log").mkdir(parents=True)
     return tmp_path
 
@@ -207,21 +208,37 @@ def test_a_table_swapped_to_its_rebuild_is_indexed_from_there_not_from_its_old_l
     sync.sync()
     rebuilds = warehouse / "_rebuilds" / "cdc_shop_public_orders"
     rebuilt = LedgerEntry(LedgerKind.BRONZE, topic=TOPIC, ranges=(OffsetRange(0, 0, 12),))
-    write_commit(rebuilds / "20261125T050000Z", 0, rebuilt)
+    new_id = "5b0c6f0e-0000-4000-8000-000000000002"
+    write_commit(rebuilds / "20261125T050000Z", 0, rebuilt, table_id=new_id)
     write_commit(rebuilds / "20261125T060000Z", 0, rebuilt)  # built, not swapped in yet
     waiting = sync.sync()
     (rebuilds / "20261125T050000Z" / SWAPPED_IN).write_text(BRONZE)
     copied = LedgerEntry(LedgerKind.BRONZE, topic=TOPIC, ranges=(OffsetRange(0, 13, 14),))
     write_commit(rebuilds / "20261125T050000Z", 1, copied, operation="MERGE")
+    # Silver, restarted on the rebuilt table, reads its versions 0..1.
+    history = warehouse / "silver.db" / "cdc_shop_public_orders_history"
+    write_commit(history, 3, _silver(0, TableRead(BRONZE, 0, 1, new_id)))
 
     swapped = sync.sync()
     store = LineageStore(hub_engine)
 
-    assert (waiting, swapped) == (0, 2)
+    # The new location's 2 commits, silver's 1, and the old location's 2 under its new name.
+    assert (waiting, swapped) == (0, 5)
     assert sync.tables()[BRONZE] == str(rebuilds / "20261125T050000Z")
     assert [h.version for h in store.bronze_holding(table=BRONZE, partition=0, offset=7)] == [0]
     assert [h.version for h in store.bronze_holding(table=BRONZE, partition=0, offset=14)] == [1]
-    assert store.bronze_by_request("req-1") == []  # the old location's commits are gone
+    # The old location's commits stay, under its retired name.
+    old = f"{BRONZE}@original"
+    assert sync.tables()[old] == str(warehouse / "bronze.db" / "cdc_shop_public_orders")
+    held = store.bronze_holding(topic=TOPIC, partition=0, offset=7)
+    assert sorted((h.table, h.version) for h in held) == [(BRONZE, 0), (old, 1)]
+    assert [(h.table, h.version) for h in store.bronze_by_request("req-1")] == [(old, 1)]
+    # Silver versions 1 and 2 read the old location's versions 0 and 1, version 3 the rebuilt
+    # table's 0 and 1: each version leads to the silver versions that read its own location.
+    assert [(v.table, v.version) for v in store.downstream([(BRONZE, 1)])] == [(HISTORY, 3)]
+    assert [(v.table, v.version) for v in store.downstream([(BRONZE, 0)])] == [(HISTORY, 3)]
+    assert [(v.table, v.version) for v in store.downstream([(old, 1)])] == [(HISTORY, 2)]
+    assert store.commit(old, 1) is not None and store.commit(old, 2) is None
 
 
 def test_request_spans_recorded_after_their_records_name_the_commit_that_landed_them(

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from hub_core.ledger import (
+    SWAPPED_IN,
     LedgerEntry,
     LedgerKind,
     LocalFiles,
@@ -15,6 +16,8 @@ from hub_core.ledger import (
     decode,
     joined_ranges,
     log_commits,
+    table_location,
+    warehouse_tables,
 )
 from tests.support.ledger_log import write_commit
 
@@ -29,7 +32,11 @@ BRONZE = LedgerEntry(
     requests_omitted=2,
 )
 SILVER = LedgerEntry(
-    LedgerKind.SILVER, batch=3, reads=(TableRead("bronze.cdc_shop_public_orders", 4, 6),)
+    LedgerKind.SILVER,
+    batch=3,
+    reads=(
+        TableRead("bronze.cdc_shop_public_orders", 4, 6, "0f6c2c1e-5d7a-4b0e-9a51-1d2e3f405060"),
+    ),
 )
 QUARANTINE = LedgerEntry(
     LedgerKind.QUARANTINE,
@@ -68,7 +75,7 @@ def test_metadata_that_is_not_a_ledger_entry_is_no_lineage_not_an_error(text: st
 def test_log_commits_returns_each_commit_after_a_version_with_its_entry_a_page_at_a_time(
     tmp_path: Path,
 ) -> None:
-    write_commit(tmp_path, 0, BRONZE, operation="CREATE TABLE AS SELECT")
+    write_commit(tmp_path, 0, BRONZE, operation="CREATE TABLE AS SELECT", table_id="t-1")
     write_commit(tmp_path, 1, None, operation="OPTIMIZE")
     write_commit(tmp_path, 2, SILVER, operation="MERGE")
     (tmp_path / "_delta_log" / "00000000000000000002.checkpoint.parquet").write_bytes(b"")
@@ -77,10 +84,10 @@ def test_log_commits_returns_each_commit_after_a_version_with_its_entry_a_page_a
     later = log_commits(LocalFiles(), str(tmp_path), after=1)
     page = log_commits(LocalFiles(), str(tmp_path), limit=2)
 
-    assert [(c.version, c.operation, c.entry) for c in commits] == [
-        (0, "CREATE TABLE AS SELECT", BRONZE),
-        (1, "OPTIMIZE", None),
-        (2, "MERGE", SILVER),
+    assert [(c.version, c.operation, c.entry, c.table_id) for c in commits] == [
+        (0, "CREATE TABLE AS SELECT", BRONZE, "t-1"),  # the commit that set the table's id
+        (1, "OPTIMIZE", None, None),
+        (2, "MERGE", SILVER, None),
     ]
     assert [c.version for c in later] == [2]
     assert [c.version for c in page] == [0, 1]
@@ -127,3 +134,27 @@ def test_an_entry_with_several_ranges_of_a_partition_reads_back_as_written() -> 
 
     assert decode(entry.encode()) == entry
     assert '"batch"' not in entry.encode()
+
+
+def test_locations_a_swap_replaced_are_listed_under_retired_names(tmp_path: Path) -> None:
+    original = tmp_path / "bronze.db" / "orders"
+    rebuilds = tmp_path / "_rebuilds" / "orders"
+    write_commit(original, 0, None)
+    for stamp in ("20261125T050000Z", "20261126T050000Z", "20261127T050000Z"):
+        write_commit(rebuilds / stamp, 0, None)
+    for stamp in ("20261125T050000Z", "20261126T050000Z"):  # the third awaits its swap
+        (rebuilds / stamp / SWAPPED_IN).write_text("bronze.orders")
+    files, warehouse = LocalFiles(), str(tmp_path)
+
+    tables = warehouse_tables(files, warehouse)
+
+    assert tables == {
+        "bronze.orders": str(rebuilds / "20261126T050000Z"),
+        "bronze.orders@original": str(original),
+        "bronze.orders@20261125T050000Z": str(rebuilds / "20261125T050000Z"),
+    }
+    for name, location in tables.items():
+        assert table_location(files, warehouse, name) == location
+    assert table_location(files, warehouse, "bronze.orders@20261127T050000Z") is None
+    assert table_location(files, warehouse, "bronze.orders@../x") is None
+    assert table_location(files, warehouse, "silver.orders@original") is None
