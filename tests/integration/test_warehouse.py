@@ -26,7 +26,7 @@ from catalog.lineage import LineageStore, LineageSync
 from hub_cli.main import app
 from hub_core.ledger import LedgerEntry, LedgerKind, TableRead, decode
 from hub_core.naming import TopicName, table_suffix
-from spark_loaders.lineage import USER_METADATA_CONF
+from spark_loaders.lineage import USER_METADATA_CONF, delta_table_id
 from spark_loaders.silver.changes import ChangelogSpec
 from spark_loaders.silver.loader import SilverLoader
 from spark_loaders.warehouse import WarehouseBuilder, parse_model
@@ -273,6 +273,11 @@ def _gold_entries(spark: SparkSession, table: str) -> dict[int, LedgerEntry | No
     return {row["version"]: decode(row["userMetadata"]) for row in history.collect()}
 
 
+def _read(spark: SparkSession, table: str, first: int, last: int) -> TableRead:
+    """What an entry names of `table`'s versions `first`..`last`: with the table's id."""
+    return TableRead(table, first, last, delta_table_id(spark, table))
+
+
 def _version(spark: SparkSession, table: str) -> int:
     return int(DeltaTable.forName(spark, table).history(1).head()["version"])  # type: ignore[index]
 
@@ -296,7 +301,7 @@ def test_gold_commits_name_the_source_versions_they_read_and_an_unchanged_build_
     dim_entries = _gold_entries(spark, customers)
     assert dim_entries[0] is None
     assert {e for e in dim_entries.values() if e is not None} == {
-        LedgerEntry(LedgerKind.GOLD, reads=(TableRead(history, 0, first_history),))
+        LedgerEntry(LedgerKind.GOLD, reads=(_read(spark, history, 0, first_history),))
     }
     # A fact also names the dimension versions it looked its keys up in.
     products = f"gold.dim_{shop.domain}_product"
@@ -304,9 +309,9 @@ def test_gold_commits_name_the_source_versions_they_read_and_an_unchanged_build_
     fact_entry = LedgerEntry(
         LedgerKind.GOLD,
         reads=(
-            TableRead(bronze, 0, first_bronze),
-            TableRead(customers, 0, first_customers),
-            TableRead(products, 0, first_products),
+            _read(spark, bronze, 0, first_bronze),
+            _read(spark, customers, 0, first_customers),
+            _read(spark, products, 0, first_products),
         ),
     )
     assert set(_gold_entries(spark, facts).values()) == {fact_entry}
@@ -327,15 +332,15 @@ def test_gold_commits_name_the_source_versions_they_read_and_an_unchanged_build_
     WarehouseBuilder(spark, shop.model(), source="test.yaml").build()
     newest = _gold_entries(spark, customers)[_version(spark, customers)]
     assert newest == LedgerEntry(
-        LedgerKind.GOLD, reads=(TableRead(history, first_history + 1, _version(spark, history)),)
+        LedgerKind.GOLD, reads=(_read(spark, history, first_history + 1, _version(spark, history)),)
     )
     assert _gold_entries(spark, facts)[_version(spark, facts)] == LedgerEntry(
         LedgerKind.GOLD,
         reads=(
-            TableRead(bronze, first_bronze + 1, _version(spark, bronze)),
-            TableRead(customers, first_customers + 1, _version(spark, customers)),
+            _read(spark, bronze, first_bronze + 1, _version(spark, bronze)),
+            _read(spark, customers, first_customers + 1, _version(spark, customers)),
             # The products did not change: the version read alone.
-            TableRead(products, first_products, first_products),
+            _read(spark, products, first_products, first_products),
         ),
     )
     # The ledger entry stays with the builder's own session.
@@ -364,10 +369,10 @@ def test_a_dimension_source_change_leads_forward_to_the_facts_keyed_on_it_and_no
     # The inferred member comes from the orders alone, and names only them; the facts were
     # looked up in the dimension with it.
     assert _gold_entries(spark, customers)[inferred] == LedgerEntry(
-        LedgerKind.GOLD, reads=(TableRead(bronze, 0, orders_landed),)
+        LedgerKind.GOLD, reads=(_read(spark, bronze, 0, orders_landed),)
     )
     fact_reads = _gold_entries(spark, facts)[first_facts]
-    assert fact_reads is not None and TableRead(customers, 0, inferred) in fact_reads.reads
+    assert fact_reads is not None and _read(spark, customers, 0, inferred) in fact_reads.reads
 
     # Customer 1 moves: the dimension gets a version, and the next facts are keyed on it.
     shop.change("customers", "u", 200, {"customer_id": 1, "name": "Ann", "country": "FR"})
