@@ -3,7 +3,7 @@ and gold rows by key through the loader's control routes (`GET /row`, a stand-in
 query)."""
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,7 +25,14 @@ from hub_api.loader_client import LoaderClient, LoaderLedger
 from hub_api.publish_routes import request_id_of
 from hub_api.settings import ApiSettings
 from hub_core.errors import ErrorCode, HubError
-from hub_core.ledger import LedgerEntry, LedgerKind, OffsetRange, RequestSpan, TableRead
+from hub_core.ledger import (
+    SWAPPED_IN,
+    LedgerEntry,
+    LedgerKind,
+    OffsetRange,
+    RequestSpan,
+    TableRead,
+)
 from hub_kafka.reader import RawRecord
 from registry.types import SchemaId
 from registry.wire import frame
@@ -397,3 +404,26 @@ def test_the_loader_reads_the_ledger_of_its_own_tables_alone(
 
     assert answer.json()["error_code"] == code
     assert answer.status_code in (400, 404)
+
+
+def test_table_ids_and_replaced_locations_reach_the_index_through_the_loader(
+    hub_engine: Engine, tmp_path: Path
+) -> None:
+    # bronze.orders was rebuilt and swapped in; silver read version 0 of each location.
+    landed = LedgerEntry(LedgerKind.BRONZE, batch=0, topic="orders", ranges=(OffsetRange(0, 0, 4),))
+    write_commit(tmp_path / "bronze.db" / "orders", 0, landed, table_id="id-old")
+    rebuild = tmp_path / "_rebuilds" / "orders" / "20261128T100000Z"
+    write_commit(rebuild, 0, replace(landed, batch=None), table_id="id-new")
+    (rebuild / SWAPPED_IN).write_text("bronze.orders")
+    history = tmp_path / "silver.db" / "orders_history"
+    for version, table_id in enumerate(("id-old", "id-new")):
+        read = TableRead("bronze.orders", 0, 0, table_id)
+        write_commit(history, version, LedgerEntry(LedgerKind.SILVER, batch=0, reads=(read,)))
+
+    LineageSync(hub_engine, _loader_ledger(tmp_path), min_interval_s=0).sync()
+    store = LineageStore(hub_engine)
+
+    assert [v.version for v in store.downstream([("bronze.orders", 0)])] == [1]
+    assert [v.version for v in store.downstream([("bronze.orders@original", 0)])] == [0]
+    held = store.bronze_holding(topic="orders", partition=0, offset=2)
+    assert sorted(h.table for h in held) == ["bronze.orders", "bronze.orders@original"]
