@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hub_core.ledger import LedgerEntry, LedgerKind, TableRead, decode
-from spark_loaders.lineage import delta_table_id
+from spark_loaders.lineage import TableIds
 
 
 def current_version(spark: SparkSession, table: str) -> int | None:
@@ -54,6 +54,7 @@ class Snapshots:
     def __init__(self, spark: SparkSession) -> None:
         self._spark = spark
         self._pinned: dict[str, Pin] = {}
+        self._ids = TableIds(spark)
 
     def pin(self, tables: Iterable[str], *, keep: bool = False) -> dict[str, Pin]:
         """Pin the current version of each of `tables` that exists, beside the tables pinned
@@ -67,16 +68,17 @@ class Snapshots:
         return dict(pinned)
 
     def _current(self, table: str) -> Pin | None:
-        """`table`'s current version and id. A swap between reading the two (the loader
-        swaps on another thread) shows as a changed id: the pair is then read again."""
+        """`table`'s current version and the id of the Delta table it is a version of. A swap
+        between reading the two (the loader swaps on another thread) shows as a changed
+        location: the pair is then read again."""
         pin = None
-        for _ in range(2):
-            table_id = delta_table_id(self._spark, table)
+        for _ in range(3):
+            location = self._ids.location(table)
             version = current_version(self._spark, table)
-            if version is None:
+            if location is None or version is None:
                 return None
-            pin = Pin(version, table_id)
-            if delta_table_id(self._spark, table) == table_id:
+            pin = Pin(version, self._ids.id_at(table, location))
+            if self._ids.location(table) == location:
                 break
         return pin
 
