@@ -288,10 +288,18 @@ def delta_table_id(spark: SparkSession, table: str) -> str | None:
     A reprocessing swap points a bronze table's name at a new Delta table, with a new id and
     its versions numbered from 0 again: the id tells which one a version number belongs to.
     """
+    found = _delta_detail(spark, table)
+    return None if found is None else found[0]
+
+
+def _delta_detail(spark: SparkSession, table: str) -> tuple[str, str] | None:
+    """`table`'s Delta id and folder, from `DESCRIBE DETAIL`; None when it is no Delta table."""
     if not spark.catalog.tableExists(table):
         return None
-    found = DeltaTable.forName(spark, table).detail().select("id").head()
-    return None if found is None or found[0] is None else str(found[0])
+    detail = DeltaTable.forName(spark, table).detail().select("id", "location").head()
+    if detail is None or detail[0] is None:
+        return None
+    return str(detail[0]), _folder(str(detail[1]))
 
 
 class TableIds:
@@ -325,12 +333,11 @@ class TableIds:
         known = self._by_location.get(location)
         if known is not None:
             return known
-        if not self._spark.catalog.tableExists(table):
+        found = _delta_detail(self._spark, table)
+        if found is None:
             return None
-        detail = DeltaTable.forName(self._spark, table).detail().select("id", "location").head()
-        if detail is None or detail[0] is None:
-            return None
-        self._by_location[_folder(str(detail[1]))] = str(detail[0])
+        table_id, folder = found
+        self._by_location[folder] = table_id
         return self._by_location.get(location)
 
 
