@@ -33,8 +33,9 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 # The Thrift server's authenticator compiles against the pyspark wheel's jars, hence the venv.
 $(JARS)/.fetched: jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-connectors/pom.xml jvm/metastore/pom.xml \
 		jvm/thrift-auth/pom.xml $(wildcard jvm/thrift-auth/src/main/java/org/integrationhub/thrift/*.java) \
+		jvm/delta-log-store/pom.xml $(wildcard jvm/delta-log-store/src/main/java/org/integrationhub/delta/*.java) \
 		$(VENV)/.installed | jdk
-	@echo "==> JVM jars from Maven Central into $(JARS) (Kafka broker; Delta, Kafka and Avro for Spark; S3A for s3a:// tables; Derby metastore server and the PostgreSQL JDBC driver; the Thrift server's authenticator)"
+	@echo "==> JVM jars from Maven Central into $(JARS) (Kafka broker; Delta, Kafka and Avro for Spark; S3A for s3a:// tables; Derby metastore server and the PostgreSQL JDBC driver; the Thrift server's authenticator; the Delta log store for local tables)"
 	@java -version 2>&1 | head -1
 	rm -rf $(JARS)/kafka $(JARS)/spark $(JARS)/s3a $(JARS)/metastore
 	mvn -B -ntp -s jvm/settings.xml -f jvm/pom.xml package -Dhub.jars.dir=$(JARS) \
@@ -42,7 +43,7 @@ $(JARS)/.fetched: jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-connectors/pom.
 	@touch $@
 
 .PHONY: jars
-jars: $(JARS)/.fetched ## Fetch the JVM jars (Kafka broker, Delta, spark-sql-kafka, spark-avro); build the Thrift server authenticator
+jars: $(JARS)/.fetched ## Fetch the JVM jars (Kafka broker, Delta, spark-sql-kafka, spark-avro); build the Thrift server authenticator and the Delta log store
 
 # A local S3-compatible server (versitygw, posix backend) for tables and checkpoints on s3a://:
 # the object-storage tests run it. Built from the Go module proxy at a pinned version, once per

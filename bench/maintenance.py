@@ -17,10 +17,15 @@ bronze is (partitioned by ingest date), writes the same rows in one batch into a
 
 Each query time is the median of `--repeats` runs after one warm-up run, the two tables taking
 turns. It prints the data files and log files of each table, the medians, the ratios to the
-baseline measured beside them (the target: maintained within 1.2x), the time maintenance took,
-and the peak memory (resident set) of the Spark driver's JVM and of this Python process.
+baseline measured beside them (the target: maintained within 1.2x), the time landing and
+maintenance took, and the peak memory (resident set) of the Spark driver's JVM and of this
+Python process.
 
-    .venv/bin/python bench/maintenance.py                 # about 20 minutes on 2 cores
+The session reads the tables as every hub session does, through the hub's log store for local
+tables (`NameFirstLogStore`); `--delta-log-store` reads them through Delta's own HDFS log store,
+which lists the whole log folder before each query, for comparison.
+
+    .venv/bin/python bench/maintenance.py                 # about 15 minutes on 2 cores
     .venv/bin/python bench/maintenance.py --batches 300   # a quick look, 2 minutes
 """
 
@@ -40,7 +45,11 @@ from bench.servers import local_loader_settings, peak_rss_mb, self_peak_rss_mb  
 from spark_loaders.analyst import staleness_conf  # noqa: E402
 from spark_loaders.analyst_settings import AnalystSettings  # noqa: E402
 from spark_loaders.maintenance import TableMaintenance  # noqa: E402
-from spark_loaders.session import spark_session  # noqa: E402
+from spark_loaders.session import (  # noqa: E402
+    LOCAL_LOG_STORE,
+    LOCAL_LOG_STORE_CONF,
+    spark_session,
+)
 
 QUERY = """
     SELECT category, count(*) AS orders, round(sum(amount), 2) AS revenue,
@@ -99,12 +108,21 @@ def main() -> None:
         default=5.0,
         help="HUB_ANALYST_SNAPSHOT_STALENESS_SECONDS of the last two measurements",
     )
+    parser.add_argument(
+        "--delta-log-store",
+        action="store_true",
+        help="read the tables with Delta's own HDFS log store instead of the hub's (the "
+        "comparison: it lists the whole log folder before each query)",
+    )
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="hub-bench-maintenance-"))
     settings = local_loader_settings(home, driver_memory="2g")
     print(f"cores: {os.cpu_count()}, batches: {args.batches} x {args.rows} rows, home: {home}")
-    with spark_session(settings, app_name="hub-bench-maintenance") as spark:
+    store = "io.delta.storage.HDFSLogStore" if args.delta_log_store else LOCAL_LOG_STORE
+    print(f"log store for local tables: {store}")
+    conf = {LOCAL_LOG_STORE_CONF: store}
+    with spark_session(settings, app_name="hub-bench-maintenance", extra_conf=conf) as spark:
         jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
         spark.sql("CREATE DATABASE IF NOT EXISTS bronze")
         batched, single = "bronze.bench_batched", "bronze.bench_single"
@@ -119,6 +137,7 @@ def main() -> None:
             if (batch + 1) % 100 == 0 or batch + 1 == args.batches:
                 elapsed = time.monotonic() - started
                 print(f"  {batch + 1}/{args.batches} batches landed ({elapsed:.0f} s)", flush=True)
+        landed = time.monotonic() - started
         total = args.batches * args.rows
         _rows(spark, 0, total).write.format("delta").partitionBy("_hub_ingest_date").saveAsTable(
             single
@@ -176,6 +195,7 @@ def main() -> None:
             f"{name:<44} {files:>6} {log_files!s:>10} {seconds:>13.3f} s {seconds / against:>6.2f}x"
         )
     print()
+    print(f"landing {args.batches} batches: {landed:.0f} s")
     print(f"maintenance (OPTIMIZE + VACUUM): {result.seconds:.1f} s")
     print(f"peak RSS: Spark driver JVM {jvm_peak:.0f} MB, Python {python_peak:.0f} MB")
     for label, ratio in (

@@ -29,6 +29,14 @@ REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|keystore[.]key|priva
 # (the Thrift server's) lists this one first.
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 
+# Delta's log store for tables on a local file system or volume (jvm/delta-log-store): Delta's
+# own, but listing a table's log by name before reading any file's attributes, so the listing
+# before each query costs the same after a day of 1 s commits as after a few
+# (docs/loaders.md#reading-a-table-of-many-commits). Object stores keep Delta's stores.
+LOCAL_LOG_STORE_CONF = "spark.delta.logStore.file.impl"
+LOCAL_LOG_STORE = "org.integrationhub.delta.NameFirstLogStore"
+LOCAL_LOG_STORE_JAR = "hub-delta-log-store-"
+
 
 def build_session(
     settings: LoaderSettings,
@@ -47,6 +55,12 @@ def build_session(
         raise LoaderError(
             f"No Delta jars in {settings.jars_dir}. Run `make jars` (or set "
             "HUB_LOADER_JARS_DIR to the folder holding them)."
+        )
+    if not any(j.name.startswith(LOCAL_LOG_STORE_JAR) for j in jars):
+        raise LoaderError(
+            f"No Delta log store ({LOCAL_LOG_STORE_JAR}*.jar) in {settings.jars_dir}. Run "
+            "`make jars` (it builds jvm/delta-log-store), or set HUB_LOADER_JARS_DIR to the "
+            "folder holding it."
         )
     jars += _s3a_jars(settings)
     if isinstance(settings.warehouse_dir, Path):  # a bucket's folders need no making
@@ -98,6 +112,9 @@ def session_conf(
         "spark.executor.memory": settings.executor_memory,
         "spark.sql.extensions": DELTA_EXTENSION,
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        # In `spark.jars` beside Delta's storage classes, which it extends: Delta loads a
+        # store by name through the same class loader as its own default.
+        LOCAL_LOG_STORE_CONF: LOCAL_LOG_STORE,
         "spark.sql.warehouse.dir": str(settings.warehouse_dir),
         "spark.driver.extraJavaOptions": f"-Dderby.stream.error.file={derby_log}",
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),

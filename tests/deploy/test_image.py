@@ -139,6 +139,7 @@ def test_java_17_and_the_pinned_pyspark_and_jars_are_inside(container: str) -> N
         "delta-spark_",
         "spark-sql-kafka-",
         "hub-thrift-auth-",
+        "hub-delta-log-store-",
         "hadoop-aws-",
         "postgresql-",
     ):

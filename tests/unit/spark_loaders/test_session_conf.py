@@ -1,5 +1,5 @@
 """Every Spark session the hub builds leaves SQL text as written (no `${...}` substitution),
-and shows no Kafka secret of a secured loader."""
+shows no Kafka secret of a secured loader, and reads local tables' logs with the hub's store."""
 
 import re
 from pathlib import Path
@@ -12,7 +12,8 @@ from hub_kafka.security import spark_options
 from hub_kafka.settings import KafkaSettings
 from spark_loaders.analyst import thrift_conf
 from spark_loaders.analyst_settings import AnalystSettings
-from spark_loaders.session import SAFE_CONF, session_conf
+from spark_loaders.errors import LoaderError
+from spark_loaders.session import SAFE_CONF, build_session, session_conf
 from spark_loaders.settings import LoaderSettings
 
 pytestmark = pytest.mark.unit
@@ -73,3 +74,19 @@ def test_spark_redacts_every_secret_a_secured_loader_passes_in_its_kafka_options
     }
     assert secret <= redacted
     assert "kafka.bootstrap.servers" not in redacted
+
+
+def test_tables_on_a_local_file_system_use_the_hubs_log_store(tmp_path: Path) -> None:
+    conf = session_conf(_settings(tmp_path), jars=[])
+
+    assert conf["spark.delta.logStore.file.impl"] == "org.integrationhub.delta.NameFirstLogStore"
+    # Only for file: paths; s3a:// tables keep Delta's own store for S3.
+    assert not any(key.startswith("spark.delta.logStore.s3") for key in conf)
+
+
+def test_without_the_log_store_jar_a_session_says_to_run_make_jars(tmp_path: Path) -> None:
+    (tmp_path / "delta-spark_2.13-4.0.0.jar").touch()
+    settings = _settings(tmp_path).model_copy(update={"jars_dir": tmp_path})
+
+    with pytest.raises(LoaderError, match=r"hub-delta-log-store-\*\.jar.*Run `make jars`"):
+        build_session(settings)
