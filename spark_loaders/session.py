@@ -31,11 +31,14 @@ DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 
 # Delta's log store for tables on a local file system or volume (jvm/delta-log-store): Delta's
 # own, but listing a table's log by name before reading any file's attributes, so the listing
-# before each query costs the same after a day of 1 s commits as after a few
-# (docs/loaders.md#reading-a-table-of-many-commits). Object stores keep Delta's stores.
+# before each query does not grow with the log (docs/loaders.md#reading-a-table-of-many-commits).
+# Object stores keep Delta's stores.
 LOCAL_LOG_STORE_CONF = "spark.delta.logStore.file.impl"
 LOCAL_LOG_STORE = "org.integrationhub.delta.NameFirstLogStore"
 LOCAL_LOG_STORE_JAR = "hub-delta-log-store-"
+# Delta's S3 log store lists an `s3a://` table's log from a name (S3's `start-after`) instead of
+# the whole folder, when this is on; Delta leaves it off because it needs S3A, which the hub uses.
+FAST_S3A_LISTING_CONF = "spark.hadoop.delta.enableFastS3AListFrom"
 
 
 def build_session(
@@ -115,6 +118,7 @@ def session_conf(
         # In `spark.jars` beside Delta's storage classes, which it extends: Delta loads a
         # store by name through the same class loader as its own default.
         LOCAL_LOG_STORE_CONF: LOCAL_LOG_STORE,
+        FAST_S3A_LISTING_CONF: "true",
         "spark.sql.warehouse.dir": str(settings.warehouse_dir),
         "spark.driver.extraJavaOptions": f"-Dderby.stream.error.file={derby_log}",
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),

@@ -76,12 +76,13 @@ def test_spark_redacts_every_secret_a_secured_loader_passes_in_its_kafka_options
     assert "kafka.bootstrap.servers" not in redacted
 
 
-def test_tables_on_a_local_file_system_use_the_hubs_log_store(tmp_path: Path) -> None:
+def test_a_tables_log_is_listed_from_the_checkpoint_on_local_and_s3a_paths(tmp_path: Path) -> None:
     conf = session_conf(_settings(tmp_path), jars=[])
 
     assert conf["spark.delta.logStore.file.impl"] == "org.integrationhub.delta.NameFirstLogStore"
-    # Only for file: paths; s3a:// tables keep Delta's own store for S3.
+    # Only for file: paths; s3a:// tables keep Delta's own store for S3, listing from a name.
     assert not any(key.startswith("spark.delta.logStore.s3") for key in conf)
+    assert conf["spark.hadoop.delta.enableFastS3AListFrom"] == "true"
 
 
 def test_without_the_log_store_jar_a_session_says_to_run_make_jars(tmp_path: Path) -> None:
