@@ -28,7 +28,8 @@ def test_a_local_tables_log_is_listed_by_the_hubs_store_as_delta_lists_it(
     for batch in range(12):  # a checkpoint at version 10
         spark.range(batch, batch + 1).write.format("delta").mode("append").save(str(location))
     log = location / "_delta_log"
-    # Files before the checkpoint that Delta skips by name: a day of older commits.
+    # Files sorting before the log's commits, which Delta skips by name, as it skips the older
+    # commits a checkpoint covers.
     for old in range(200):
         (log / f".0_older_{old:03d}.json").write_text("")
     jvm: Any = spark.sparkContext._jvm
