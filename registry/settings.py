@@ -76,8 +76,10 @@ class RegistrySettings(BaseSettings):
         ge=0,
         description=(
             "Memory for answers to `GET /schemas/ids/{id}` and lookups, per process, as the size "
-            "of the schema texts they hold. Answers that deletions change are used only while "
-            "no process has written to the registry's database since they were read."
+            "of the schema texts they hold, and a quarter of it each for whether ids are in use "
+            "and for the identities of schema texts (256 bytes an entry: about 98,000 at the "
+            "default). Answers that deletions change are used only while no process has written "
+            "to the registry's database since they were read."
         ),
     )
 
