@@ -18,7 +18,7 @@ checksums leave) empty files named to sort before the log's commits, as the olde
 checkpoint covers do, and times it again. It prints both medians, their ratio (the cost of the
 older files), and each session's peak memory.
 
-    .venv/bin/python bench/log_listing.py      # about 5 minutes on 2 cores
+    .venv/bin/python bench/log_listing.py      # about 4 minutes on 2 cores
 """
 
 import argparse
