@@ -25,6 +25,7 @@ from pyspark.sql import SparkSession
 from spark_loaders import metastore
 from spark_loaders.analyst_settings import AnalystAuth, AnalystSettings
 from spark_loaders.errors import AnalystAuthRequired, LoaderError
+from spark_loaders.jars import required_jar
 from spark_loaders.session import DELTA_EXTENSION, SAFE_CONF
 from spark_loaders.settings import LoaderSettings
 
@@ -49,14 +50,12 @@ def require_safe_exposure(settings: AnalystSettings) -> None:
 
 def authenticator_jar(loader: LoaderSettings) -> Path:
     """The jar of `HubKeyAuthenticator` and `ReadOnlySql`, built by `make jars`."""
-    jars = sorted(loader.jars_dir.glob("hub-thrift-auth-*.jar"))
-    if not jars:
-        raise LoaderError(
-            f"No Thrift server authenticator and read-only guard (hub-thrift-auth-*.jar) in "
-            f"{loader.jars_dir}. Run `make jars` (it builds jvm/thrift-auth), or set "
-            "HUB_LOADER_JARS_DIR."
-        )
-    return jars[-1]
+    return required_jar(
+        loader.jars_dir,
+        "hub-thrift-auth-*.jar",
+        what="Thrift server authenticator and read-only guard",
+        setting="HUB_LOADER_JARS_DIR",
+    )
 
 
 def thrift_conf(settings: AnalystSettings, loader: LoaderSettings) -> dict[str, str]:

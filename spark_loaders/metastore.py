@@ -27,6 +27,7 @@ from hub_core.environment import child_environment
 from hub_core.processes import BackgroundProcess, java_command, port_open
 from spark_loaders import metastore_database
 from spark_loaders.errors import MetastoreError
+from spark_loaders.jars import required_jar
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ _DRIVERS = (
     ("jdbc:mariadb:", "org.mariadb.jdbc.Driver"),
 )
 _SERVER_CLASS = "org.apache.derby.drda.NetworkServerControl"
+_JARS_DIR = "HUB_LOADER_METASTORE_JARS_DIR"
 _SERVER_HEAP = "256m"  # the metastore's tables hold table definitions only: a few MB
 _SECRET_PARAMETER = re.compile(r"(?i)(password=)[^;&]*")
 
@@ -118,13 +120,13 @@ def _infer_driver(url: str) -> str:
 
 
 def _jar(settings: LoaderSettings, artifact: str, what: str) -> Path:
-    jars = sorted(settings.metastore_jars_dir.glob(f"{artifact}-*.jar"))
-    if not jars:
-        raise MetastoreError(
-            f"No {what} jar ({artifact}-*.jar) in {settings.metastore_jars_dir}. Run "
-            "`make jars` (or set HUB_LOADER_METASTORE_JARS_DIR to the folder holding it)."
-        )
-    return jars[-1]
+    return required_jar(
+        settings.metastore_jars_dir,
+        f"{artifact}-*.jar",
+        what=f"{what} jar",
+        setting=_JARS_DIR,
+        error=MetastoreError,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,11 +214,7 @@ class MetastoreServer:
 
     def _java(self) -> list[str]:
         jars_dir = self._settings.metastore_jars_dir
-        if not any(jars_dir.glob("derbynet-*.jar")):
-            raise MetastoreError(
-                f"No Derby server jars (derbynet-*.jar) in {jars_dir}. Run `make jars` (or set "
-                "HUB_LOADER_METASTORE_JARS_DIR to the folder holding them)."
-            )
+        _jar(self._settings, "derbynet", "Derby server")
         options = [
             f"-Dderby.system.home={self.home}",
             f"-Dderby.stream.error.file={self.home / 'derby.log'}",

@@ -8,7 +8,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from spark_loaders import maintenance, metastore, metastore_database, scheduling
-from spark_loaders.errors import LoaderError
+from spark_loaders.jars import required_jar
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
@@ -35,10 +35,11 @@ DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 # Object stores keep Delta's stores.
 LOCAL_LOG_STORE_CONF = "spark.delta.logStore.file.impl"
 LOCAL_LOG_STORE = "org.integrationhub.delta.NameFirstLogStore"
-LOCAL_LOG_STORE_JAR = "hub-delta-log-store-"
+LOCAL_LOG_STORE_JAR = "hub-delta-log-store-*.jar"
 # Delta's S3 log store lists an `s3a://` table's log from a name (S3's `start-after`) instead of
 # the whole folder, when this is on; Delta leaves it off because it needs S3A, which the hub uses.
 FAST_S3A_LISTING_CONF = "spark.hadoop.delta.enableFastS3AListFrom"
+_JARS_DIR = "HUB_LOADER_JARS_DIR"
 
 
 def build_session(
@@ -53,18 +54,9 @@ def build_session(
     so the loader, `hub sql` and the Thrift server can each be the first to need it; a
     PostgreSQL metastore is reached first, and its schema made when it has none.
     """
+    required_jar(settings.jars_dir, "delta-spark*.jar", what="Delta jar", setting=_JARS_DIR)
+    required_jar(settings.jars_dir, LOCAL_LOG_STORE_JAR, what="Delta log store", setting=_JARS_DIR)
     jars = sorted(settings.jars_dir.glob("*.jar"))
-    if not any(j.name.startswith("delta-spark") for j in jars):
-        raise LoaderError(
-            f"No Delta jars in {settings.jars_dir}. Run `make jars` (or set "
-            "HUB_LOADER_JARS_DIR to the folder holding them)."
-        )
-    if not any(j.name.startswith(LOCAL_LOG_STORE_JAR) for j in jars):
-        raise LoaderError(
-            f"No Delta log store ({LOCAL_LOG_STORE_JAR}*.jar) in {settings.jars_dir}. Run "
-            "`make jars` (it builds jvm/delta-log-store), or set HUB_LOADER_JARS_DIR to the "
-            "folder holding it."
-        )
     jars += _s3a_jars(settings)
     if isinstance(settings.warehouse_dir, Path):  # a bucket's folders need no making
         settings.warehouse_dir.mkdir(parents=True, exist_ok=True)
@@ -94,12 +86,13 @@ def _s3a_jars(settings: LoaderSettings) -> list[Path]:
     over 500 MB, and a cluster's executors would each fetch it for nothing."""
     if not settings.uses_object_storage:
         return []
+    required_jar(
+        settings.s3a_jars_dir,
+        "hadoop-aws-*.jar",
+        what="hadoop-aws jar for s3a:// locations",
+        setting="HUB_LOADER_S3A_JARS_DIR",
+    )
     jars = sorted(settings.s3a_jars_dir.glob("*.jar"))
-    if not any(j.name.startswith("hadoop-aws") for j in jars):
-        raise LoaderError(
-            f"No hadoop-aws jar in {settings.s3a_jars_dir}, needed for s3a:// locations. Run "
-            "`make jars` (or set HUB_LOADER_S3A_JARS_DIR to the folder holding it)."
-        )
     return jars
 
 
