@@ -127,10 +127,10 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.metrics = metrics = HubMetrics()
-    # Innermost, after the gate, the size limit and the metrics, before routing: registry reads
-    # answered from memory (ADR 0032) and plain publish requests (ADR 0031).
-    app.add_middleware(CachedRegistryReads)
+    # Innermost, after the gate, the size limit and the metrics, before routing: plain publish
+    # requests (ADR 0031) and registry reads answered from memory (ADR 0032, 0052).
     app.add_middleware(PublishLane)
+    app.add_middleware(CachedRegistryReads)
     app.add_middleware(BodySizeLimit, max_bytes=api.max_body_bytes)
     # Outside the size limit: slots, rate limits and key checks come before the body is read.
     app.add_middleware(RequestGate, settings=api)

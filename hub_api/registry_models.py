@@ -126,8 +126,3 @@ def _references(references: tuple[SchemaReference, ...]) -> list[ReferenceModel]
     if not references:
         return None
     return [ReferenceModel(name=r.name, subject=r.subject, version=r.version) for r in references]
-
-
-def references_of(references: tuple[SchemaReference, ...]) -> list[ReferenceModel] | None:
-    """References for a response; None (left out) when there are none."""
-    return _references(references)

@@ -6,7 +6,9 @@ generation number that moves whenever the database may have changed; a cached an
 the generation it was read at and is used only while that is still the current one (ADR 0032).
 
 - SQLite: `PRAGMA data_version` on a connection of its own changes whenever any other
-  connection, in any process, committed to the file. Asking costs microseconds and no lock.
+  connection, in any process, committed to the file. Asking starts a read transaction (a shared
+  lock on the file, a check for a hot journal, a read of its header): about 6 µs, 10 in a busy
+  server, so the API's cached reads share one asking per turn of the event loop (ADR 0052).
 - PostgreSQL: every registry write sends `NOTIFY hub_registry` in its transaction (delivered on
   commit) and a thread of each process `LISTEN`s. Delivery takes a moment after the commit, as
   a Confluent follower reads the leader's writes a moment late. While the listening connection

@@ -352,13 +352,21 @@ class RegistryService:
             return found
         return dataclasses.replace(found, schema=stored.schema)
 
-    def cached_lookup(self, *, subject: Subject, schema_text: str) -> RegisteredSchema | None:
-        """What `lookup` (no references, not normalized, live versions) answered before, if
-        the database has not changed since; None otherwise. Never reads the database."""
+    def generation(self) -> int | None:
+        """The database's generation now (`registry.changes`): what a cached answer must have
+        been read at to be given; None when unknown."""
+        return self._changes.generation()
+
+    def cached_lookup(
+        self, *, subject: Subject, schema_text: str, generation: int | None
+    ) -> RegisteredSchema | None:
+        """What `lookup` (no references, not normalized, live versions) answered before, if it
+        was read at `generation` (from `generation()`, read after the request arrived); None
+        otherwise. Never reads the database."""
         identity = self._identities.get((_digest(schema_text), (), False))
         if identity is None:
             return None
-        return self._found.get((subject, identity[0], False), self._changes.generation())
+        return self._found.get((subject, identity[0], False), generation)
 
     def _identity(
         self, schema_text: str, references: tuple[SchemaReference, ...], normalize: bool
@@ -386,10 +394,12 @@ class RegistryService:
         self._check_in_use(schema_id)
         return self._stored.get_or_load(schema_id, lambda: self._load_stored(schema_id))
 
-    def cached_stored_schema(self, *, schema_id: SchemaId) -> StoredSchema | None:
-        """What `stored_schema` answered before, if the database has not changed since; None
-        otherwise. Never reads the database."""
-        if self._in_use.get(schema_id, self._changes.generation()):
+    def cached_stored_schema(
+        self, *, schema_id: SchemaId, generation: int | None
+    ) -> StoredSchema | None:
+        """What `stored_schema` answered before, if it was read at `generation` (as for
+        `cached_lookup`); None otherwise. Never reads the database."""
+        if self._in_use.get(schema_id, generation):
             return self._stored.get(schema_id)
         return None
 

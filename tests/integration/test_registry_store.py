@@ -197,14 +197,20 @@ def test_a_worker_caching_reads_sees_another_workers_deletions(database_url: str
             # The registration's own notification may arrive after a first read: read again.
             here.lookup(subject=subject, schema_text=text)
             here.stored_schema(schema_id=schema_id)
-            return here.cached_lookup(subject=subject, schema_text=text) is not None
+            return (
+                here.cached_lookup(subject=subject, schema_text=text, generation=here.generation())
+                is not None
+            )
 
         wait_until(cached_here, timeout_s=10, what="the lookup to be cached", interval_s=0.05)
 
         there.delete_subject(subject=subject)  # soft: the id still resolves
 
         wait_until(
-            lambda: here.cached_lookup(subject=subject, schema_text=text) is None,
+            lambda: (
+                here.cached_lookup(subject=subject, schema_text=text, generation=here.generation())
+                is None
+            ),
             timeout_s=10,
             what="the soft delete to reach the other worker",
         )
@@ -215,7 +221,9 @@ def test_a_worker_caching_reads_sees_another_workers_deletions(database_url: str
         there.delete_subject(subject=subject, permanent=True)
 
         wait_until(
-            lambda: here.cached_stored_schema(schema_id=schema_id) is None,
+            lambda: (
+                here.cached_stored_schema(schema_id=schema_id, generation=here.generation()) is None
+            ),
             timeout_s=10,
             what="the permanent delete to reach the other worker",
         )

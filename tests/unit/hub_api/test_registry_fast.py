@@ -8,7 +8,7 @@ import pytest
 
 from catalog.types import Principal
 from hub_api.auth import PRINCIPAL_SCOPE_KEY
-from hub_api.registry_fast import CachedRegistryReads
+from hub_api.registry_fast import CachedRegistryReads, GenerationPerTurn
 from hub_api.settings import ApiSettings, AuthMode
 from registry.types import SchemaId, StoredSchema
 
@@ -16,7 +16,12 @@ pytestmark = pytest.mark.unit
 
 
 class _Registry:
-    def cached_stored_schema(self, *, schema_id: SchemaId) -> StoredSchema | None:
+    def generation(self) -> int:
+        return 1
+
+    def cached_stored_schema(
+        self, *, schema_id: SchemaId, generation: int | None
+    ) -> StoredSchema | None:
         return StoredSchema(schema_id=schema_id, schema='"string"')
 
 
@@ -67,3 +72,70 @@ def test_without_public_reads_a_caller_without_a_key_goes_to_the_route_which_ref
 @pytest.mark.parametrize("tail", ["007", "-1", "7a", "99999999999", "7/schema"])
 def test_ids_the_route_must_parse_or_refuse_go_to_the_route(tail: str) -> None:
     assert _get(f"/schemas/ids/{tail}", public_reads=True) == (0, "route")
+
+
+def test_the_generation_is_read_once_a_turn_and_afresh_for_what_arrives_after_the_read() -> None:
+    reads = iter([1, 2])
+    registry = SimpleNamespace(generation=lambda: next(reads))
+    per_turn = GenerationPerTurn()
+
+    async def scenario() -> tuple[int | None, ...]:
+        first = per_turn.now(registry)
+        same_turn = per_turn.now(registry)
+        # What is scheduled after the read (a request read from its socket later) runs after
+        # the read is forgotten, and reads again.
+        later: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(lambda: later.set_result(per_turn.now(registry)))
+        return first, same_turn, await later
+
+    assert asyncio.run(scenario()) == (1, 1, 2)
+
+
+def _lookup_routed(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the route receives of a lookup the cache cannot answer, sent as `messages`."""
+    state = SimpleNamespace(
+        registry=SimpleNamespace(generation=lambda: 1, cached_lookup=lambda **_: None),
+        api_settings=ApiSettings(auth=AuthMode.DISABLED),
+    )
+    scope: dict[str, Any] = {
+        "type": "http",
+        "method": "POST",
+        "path": "/subjects/orders-value",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/vnd.schemaregistry.v1+json")],
+        "app": SimpleNamespace(state=state),
+    }
+    incoming = iter(messages)
+    received: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return next(incoming, {"type": "http.disconnect"})
+
+    async def route(_scope: Any, route_receive: Any, _send: Any) -> None:
+        while not received or received[-1].get("more_body"):
+            received.append(await route_receive())
+
+    async def send(_message: dict[str, Any]) -> None:
+        raise AssertionError("the cache answered")
+
+    asyncio.run(CachedRegistryReads(route)(scope, receive, send))
+    return received
+
+
+def test_a_lookup_the_cache_cannot_answer_reaches_the_route_with_its_whole_body() -> None:
+    body = b'{"schema": "\\"string\\""}'
+    routed = _lookup_routed(
+        [
+            {"type": "http.request", "body": body[:10], "more_body": True},
+            {"type": "http.request", "body": body[10:], "more_body": False},
+        ]
+    )
+    assert routed == [{"type": "http.request", "body": body, "more_body": False}]
+
+
+def test_a_client_gone_mid_body_reaches_the_route_as_a_disconnect() -> None:
+    routed = _lookup_routed([{"type": "http.request", "body": b'{"sch', "more_body": True}])
+    assert routed == [
+        {"type": "http.request", "body": b'{"sch', "more_body": True},
+        {"type": "http.disconnect"},
+    ]

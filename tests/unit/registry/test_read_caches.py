@@ -36,7 +36,20 @@ def workers(hub_engine: Engine) -> Iterator[tuple[RegistryService, RegistryServi
 
 def _cached_lookup(registry: RegistryService, schema: dict[str, object]) -> object:
     registry.lookup(subject=SUBJECT, schema_text=json.dumps(schema))  # fills the cache
-    return registry.cached_lookup(subject=SUBJECT, schema_text=json.dumps(schema))
+    return _cached(registry, schema)
+
+
+def _cached(
+    registry: RegistryService, schema: dict[str, object], subject: Subject = SUBJECT
+) -> object:
+    """The cached lookup answer, at the database's generation now."""
+    return registry.cached_lookup(
+        subject=subject, schema_text=json.dumps(schema), generation=registry.generation()
+    )
+
+
+def _cached_by_id(registry: RegistryService, schema_id: SchemaId) -> object:
+    return registry.cached_stored_schema(schema_id=schema_id, generation=registry.generation())
 
 
 def test_a_cached_lookup_is_refused_once_another_process_soft_deletes_its_version(
@@ -49,7 +62,7 @@ def test_a_cached_lookup_is_refused_once_another_process_soft_deletes_its_versio
 
     there.delete_version(subject=SUBJECT, version=None)  # soft: v2
 
-    assert here.cached_lookup(subject=SUBJECT, schema_text=json.dumps(V2)) is None
+    assert _cached(here, V2) is None
     with pytest.raises(SchemaNotFound):
         here.lookup(subject=SUBJECT, schema_text=json.dumps(V2))
     deleted = here.lookup(subject=SUBJECT, schema_text=json.dumps(V2), include_deleted=True)
@@ -68,10 +81,10 @@ def test_a_schema_by_id_resolves_after_a_soft_delete_and_not_after_a_hard_one(
 
     there.delete_subject(subject=SUBJECT)  # soft, as Confluent: the id still resolves
     assert here.stored_schema(schema_id=schema_id).schema_id == schema_id
-    assert here.cached_stored_schema(schema_id=schema_id) is not None
+    assert _cached_by_id(here, schema_id) is not None
 
     there.delete_subject(subject=SUBJECT, permanent=True)
-    assert here.cached_stored_schema(schema_id=schema_id) is None
+    assert _cached_by_id(here, schema_id) is None
     with pytest.raises(SchemaNotFound):
         here.stored_schema(schema_id=schema_id)
     with pytest.raises(SchemaNotFound):
@@ -98,6 +111,6 @@ def test_a_lookup_cached_for_one_subject_answers_nothing_for_another(
     assert _cached_lookup(here, V1) is not None
 
     other = Subject("other.carts-value")
-    assert here.cached_lookup(subject=other, schema_text=json.dumps(V1)) is None
+    assert _cached(here, V1, other) is None
     with pytest.raises(SubjectNotFound):
         here.lookup(subject=other, schema_text=json.dumps(V1))
