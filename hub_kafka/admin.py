@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
-    AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
@@ -14,6 +13,7 @@ from confluent_kafka.admin import (
 )
 
 from hub_kafka.errors import KafkaUnavailable, TopicNameCollides
+from hub_kafka.handles import Admin
 from hub_kafka.security import client_config
 from hub_kafka.settings import KafkaSettings
 
@@ -37,7 +37,7 @@ class TopicAdmin:
 
     def __init__(self, settings: KafkaSettings) -> None:
         self._settings = settings
-        self._admin = AdminClient(client_config(settings))
+        self._admin = Admin(client_config(settings), owner="topic admin")
         self._brokers: int | None = None  # asked of the cluster once, at the first create
 
     def create(self, topic: str, *, partitions: int, config: dict[str, str]) -> bool:
@@ -47,7 +47,9 @@ class TopicAdmin:
         config = {"min.insync.replicas": str(min_insync), **config}
         new = NewTopic(topic, num_partitions=partitions, replication_factor=replicas, config=config)
         try:
-            self._admin.create_topics([new], operation_timeout=_TIMEOUT_S)[topic].result(_TIMEOUT_S)
+            self._admin.client.create_topics([new], operation_timeout=_TIMEOUT_S)[topic].result(
+                _TIMEOUT_S
+            )
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 return False
@@ -78,7 +80,7 @@ class TopicAdmin:
     def _broker_count(self) -> int:
         if self._brokers is None:
             try:
-                brokers = self._admin.list_topics(timeout=10).brokers
+                brokers = self._admin.client.list_topics(timeout=10).brokers
             except KafkaException as exc:
                 raise self._unavailable("count the brokers", exc) from exc
             self._brokers = max(1, len(brokers))
@@ -95,7 +97,7 @@ class TopicAdmin:
             ],
         )
         try:
-            for future in self._admin.incremental_alter_configs([resource]).values():
+            for future in self._admin.client.incremental_alter_configs([resource]).values():
                 future.result(_TIMEOUT_S)
         except KafkaException as exc:
             raise self._unavailable(f"alter topic '{topic}'", exc) from exc
@@ -103,7 +105,7 @@ class TopicAdmin:
     def delete(self, topic: str) -> bool:
         """Delete `topic`; False when it did not exist."""
         try:
-            self._admin.delete_topics([topic], operation_timeout=_TIMEOUT_S)[topic].result(
+            self._admin.client.delete_topics([topic], operation_timeout=_TIMEOUT_S)[topic].result(
                 _TIMEOUT_S
             )
         except KafkaException as exc:
@@ -116,7 +118,7 @@ class TopicAdmin:
     def exists(self, topic: str) -> bool:
         """Whether Kafka has `topic` (a metadata request; no consumer is started)."""
         try:
-            metadata = self._admin.list_topics(topic, timeout=10)
+            metadata = self._admin.client.list_topics(topic, timeout=10)
         except KafkaException as exc:
             raise self._unavailable(f"describe topic '{topic}'", exc) from exc
         described = metadata.topics.get(topic)
@@ -125,7 +127,7 @@ class TopicAdmin:
     def state(self, topic: str) -> TopicState | None:
         """Partitions and end offsets of `topic`, or None when it does not exist."""
         try:
-            metadata = self._admin.list_topics(topic, timeout=10)
+            metadata = self._admin.client.list_topics(topic, timeout=10)
         except KafkaException as exc:
             raise self._unavailable(f"describe topic '{topic}'", exc) from exc
         described = metadata.topics.get(topic)
@@ -146,9 +148,13 @@ class TopicAdmin:
     def ping(self, *, timeout_s: float = 3.0) -> bool:
         """Whether a broker answers a metadata request in time."""
         try:
-            return bool(self._admin.list_topics(timeout=timeout_s).brokers)
-        except KafkaException:
+            return bool(self._admin.client.list_topics(timeout=timeout_s).brokers)
+        except (KafkaException, KafkaUnavailable):
             return False
+
+    def close(self) -> None:
+        """Destroy the client now (`hub_kafka.handles`); every later call raises 50301."""
+        self._admin.close()
 
     def _unavailable(self, action: str, exc: KafkaException) -> KafkaUnavailable:
         return KafkaUnavailable(

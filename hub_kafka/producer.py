@@ -169,10 +169,12 @@ class FeedProducer:
         return self._settings.delivery_timeout_ms / 1000 + 5
 
     def close(self) -> None:
-        """Deliver what is queued (bounded by the delivery timeout), then stop the poller."""
+        """Deliver what is queued (bounded by the delivery timeout), stop the poller, then
+        destroy the producer now (`hub_kafka.handles`)."""
         self._producer.flush(self._settings.delivery_timeout_ms / 1000)
         self._closed.set()
         self._poller.join(timeout=5)
+        self._producer.close()
 
     def _serve_reports(self) -> None:
         while not self._closed.is_set():
@@ -272,11 +274,14 @@ class TransactionalProducers:
         return producer
 
     def close(self) -> None:
+        """Deliver what the idle producers hold, then destroy them now (`hub_kafka.handles`)."""
         while True:
             try:
-                self._idle.get_nowait().flush(5)
+                producer = self._idle.get_nowait()
             except queue.Empty:
                 return
+            producer.flush(5)
+            producer.close()
 
 
 class _Pending:

@@ -19,9 +19,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
-from confluent_kafka.admin import AdminClient, ListOffsetsResultInfo, OffsetSpec
+from confluent_kafka.admin import ListOffsetsResultInfo, OffsetSpec
 
 from hub_kafka.errors import KafkaUnavailable
+from hub_kafka.handles import Admin
 from hub_kafka.security import client_config
 from hub_kafka.settings import KafkaSettings
 
@@ -58,15 +59,17 @@ class TopicReader:
 
     def __init__(self, settings: KafkaSettings) -> None:
         self._settings = settings
-        self._admin = AdminClient(client_config(settings))
+        self._admin = Admin(client_config(settings), owner="topic reader")
         self._consumer: Consumer | None = None
         self._lock = threading.Lock()
 
     def close(self) -> None:
+        """Destroy the clients now (`hub_kafka.handles`)."""
         with self._lock:
             if self._consumer is not None:
                 self._consumer.close()
                 self._consumer = None
+        self._admin.close()
 
     def activity(
         self, partitions: dict[str, int], *, intervals: int, interval_s: int
@@ -114,7 +117,7 @@ class TopicReader:
         """The newest `limit` records of `topic` across its partitions, newest first; none when
         Kafka does not know the topic."""
         try:
-            described = self._admin.list_topics(topic, timeout=_TIMEOUT_S).topics.get(topic)
+            described = self._admin.client.list_topics(topic, timeout=_TIMEOUT_S).topics.get(topic)
         except KafkaException as exc:
             raise KafkaUnavailable(f"Kafka did not describe topic '{topic}': {exc}") from exc
         if described is None or described.error is not None:
@@ -198,7 +201,7 @@ class TopicReader:
         self, partitions: Sequence[TopicPartition], spec: OffsetSpec
     ) -> dict[TopicPartition, Future[ListOffsetsResultInfo]]:
         try:
-            return self._admin.list_offsets(
+            return self._admin.client.list_offsets(
                 {tp: spec for tp in partitions}, request_timeout=_TIMEOUT_S
             )
         except KafkaException as exc:

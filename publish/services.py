@@ -38,10 +38,11 @@ class PublishServices:
     transactions: TransactionalProducers | None
 
     def close(self) -> None:
-        """Flush and close the producers, then the database connections."""
+        """Flush and close the producers and the topic admin, then the database connections."""
         if self.transactions is not None:
             self.transactions.close()
         self.producer.close()
+        self.admin.close()
         self.registry.close()
         self.engine.dispose()
 

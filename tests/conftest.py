@@ -5,6 +5,7 @@ directory. Options point tests at services that already run instead. A service t
 start fails the tests that need it, loudly: nothing here skips.
 """
 
+import faulthandler
 import os
 import shutil
 import tempfile
@@ -28,6 +29,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hub services")
     group.addoption("--kafka-bootstrap", help="Use this Kafka instead of starting a broker.")
     group.addoption("--postgres-url", help="Use this PostgreSQL server URL (SQLAlchemy form).")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """A crash in native code (a segmentation fault) prints the Python stack of the thread that
+    crashed, and only that one. pytest's own handler prints every thread: dozens in a session
+    with Spark, Kafka clients and servers in threads, and a log shortened to its head and tail
+    then loses the one that matters."""
+    faulthandler.enable(file=os.dup(2), all_threads=False)
 
 
 @pytest.fixture(scope="session")

@@ -128,5 +128,9 @@ def serving_worker(hub: ConnectHub, files: list[Path], log: Path) -> Iterator[st
 def stored_offsets(bootstrap: str, name: str) -> dict[str, Any]:
     """The committed positions of connector `name`, by source partition (as JSON text)."""
     kafka = KafkaSettings(bootstrap_servers=bootstrap)
-    control = ControlPlane(ConnectSettings(), kafka, admin=TopicAdmin(kafka), producer=None)
-    return {str(sorted(o.partition.items())): o.offset for o in control.offsets.load(name)}
+    admin = TopicAdmin(kafka)
+    try:
+        control = ControlPlane(ConnectSettings(), kafka, admin=admin, producer=None)
+        return {str(sorted(o.partition.items())): o.offset for o in control.offsets.load(name)}
+    finally:
+        admin.close()
