@@ -153,7 +153,8 @@ class TopicAdmin:
             return False
 
     def close(self) -> None:
-        """Destroy the client now (`hub_kafka.handles`); every later call raises 50301."""
+        """Destroy the client now (`hub_kafka.handles`); later calls raise 50301, `ping` answers
+        False."""
         self._admin.close()
 
     def _unavailable(self, action: str, exc: KafkaException) -> KafkaUnavailable:
