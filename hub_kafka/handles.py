@@ -3,12 +3,13 @@
 A librdkafka client runs threads of its own until it is destroyed, and confluent-kafka destroys
 it when the Python object goes. An object in a reference cycle (an app's state, a service that
 points back at its owner) goes only when the cyclic garbage collector runs: at some later time,
-on whichever thread allocates then. That thread may be one of another client's librdkafka
-threads, running an admin result's Python callback, and destroying a client there can crash
-the whole process (confluent-kafka-python, issue 1761 and pull request 2129). Until then the
-client keeps reconnecting to a cluster that may be gone. So every owner of a client closes it
-explicitly: producers and consumers have `close()`; an `AdminClient` has none, so `Admin` lets
-go of the only reference to it, which destroys it at once, on the closing thread.
+on whichever thread allocates then. That thread may be one of librdkafka's, running an admin
+result's Python callback, and destroying a client there is not safe: librdkafka aborts when it
+is the client's own, and it has crashed processes (confluent-kafka-python, issue 1761 and pull
+request 2129). Until then the client keeps reconnecting to a cluster that may be gone. So
+every owner of a client closes it explicitly: producers and consumers have `close()`; an
+`AdminClient` has none, so `Admin` lets go of the only reference to it, which destroys it at
+once, on the closing thread.
 """
 
 from typing import Any
