@@ -36,7 +36,11 @@ from confluent_kafka import Consumer, TopicPartition
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.servers import peak_rss_mb, process_tree_cpu_seconds  # noqa: E402
+from bench.servers import (  # noqa: E402
+    peak_rss_mb,
+    process_tree_cpu_seconds,
+    spawned_children,
+)
 from catalog.teams import TeamStore  # noqa: E402
 from catalog.types import TeamName  # noqa: E402
 from hub_core.database import create_database_engine  # noqa: E402
@@ -84,7 +88,13 @@ CONNECT_WORKER = {
     "producer.compression.type": "lz4",
 }
 # The hub's connector, with its documented throughput settings (connector file and environment).
-HUB_SOURCE = {"max_batch_events": "20000", "snapshot_batch_rows": "10000"}
+# One snapshot process per core of the 2-core machine (Debezium's `snapshot.max.threads` splits
+# by table only, so one table is one thread there).
+HUB_SOURCE = {
+    "max_batch_events": "20000",
+    "snapshot_batch_rows": "10000",
+    "snapshot_processes": "2",
+}
 HUB_ENVIRONMENT = {"HUB_KAFKA_LINGER_MS": "10"}  # the hub's producer always compresses with lz4
 
 
@@ -210,6 +220,7 @@ class Run:
     cpu_seconds: float  # of the connector's process (all its threads) during the run
     peak_rss_mb: float  # of the connector's process, read just before it was stopped
     load: str  # the load average when the run ended
+    helper_peak_rss_mb: float = 0.0  # the largest of the snapshot's helper processes
 
     @property
     def rate(self) -> float:
@@ -404,16 +415,25 @@ def snapshot_run(stack: Stack, side: str, name: str, rows: int, profile: Path | 
     fill(dsn, rows)
     connector = connector_for(stack, side, name, dsn, snapshot=True, profile=profile)
 
-    def measure(pid: int) -> tuple[float, float, str]:
+    def measure(pid: int) -> tuple[float, float, float, str]:
         launched = time.monotonic()
         wait(lambda: slot_state(dsn, connector.slot) is not None, timeout_s=180, what="the slot")
         cpu = process_tree_cpu_seconds(pid)
         start = time.monotonic()
-        wait(lambda: end_offset(stack.bootstrap, connector.topic) >= rows, timeout_s=3600,
-             what=connector.topic)  # fmt: skip
+        helpers: dict[int, float] = {}  # the hub's snapshot helpers: peak RSS, seen while alive
+
+        def done() -> bool:
+            for helper in spawned_children(pid):
+                helpers[helper] = peak_rss_mb(helper) or helpers.get(helper, 0.0)
+            return end_offset(stack.bootstrap, connector.topic) >= rows
+
+        wait(done, timeout_s=3600, what=connector.topic)
         elapsed = time.monotonic() - start
+        # Helpers end as the snapshot does; their CPU counts once the connector waited for them.
+        wait(lambda: not spawned_children(pid), timeout_s=60, what="the snapshot's helpers")
         cpu = process_tree_cpu_seconds(pid) - cpu
-        return elapsed, cpu, f"({time.monotonic() - launched:.1f}s from the process's start)"
+        note = f"({time.monotonic() - launched:.1f}s from the process's start)"
+        return elapsed, cpu, max(helpers.values(), default=0.0), note
 
     return _run(stack, connector, rows, measure)
 
@@ -443,22 +463,28 @@ def _run(
     stack: Stack,
     connector: Connector,
     events: int,
-    measure: Callable[[int], tuple[float, float, str]],
+    measure: Callable[[int], tuple[float, float, float, str]],
 ) -> Run:
     process = _start(stack, connector)
     try:
-        elapsed, cpu, note = measure(process.pid)
+        elapsed, cpu, helper_rss, note = measure(process.pid)
         rss = peak_rss_mb(process.pid)  # the connector is still running: its high-water mark
-        run = Run(events, elapsed, cpu, rss, load_average())
+        run = Run(events, elapsed, cpu, rss, load_average(), helper_rss)
         progress(f"  {connector.topic}: {events} in {elapsed:.1f}s {note}, {run.rate:,.0f}/s, "
-                 f"CPU {run.cpu_us:.0f} us/row, peak RSS {rss:,.0f} MB, "
-                 f"load {run.load}")  # fmt: skip
+                 f"CPU {run.cpu_us:.0f} us/row (helpers included), peak RSS {rss:,.0f} MB"
+                 f"{_helpers_text(run)}, load {run.load}")  # fmt: skip
         return run
     except RuntimeError:
         _show_log(stack, connector)
         raise
     finally:
         _stop(process)
+
+
+def _helpers_text(run: Run) -> str:
+    if not run.helper_peak_rss_mb:
+        return ""
+    return f" (each snapshot helper at most {run.helper_peak_rss_mb:,.0f} MB)"
 
 
 def report(title: str, unit: str, results: dict[str, list[Run]]) -> None:
@@ -471,8 +497,10 @@ def report(title: str, unit: str, results: dict[str, list[Run]]) -> None:
         rates = ", ".join(f"{r.rate:,.0f}" for r in runs)
         cpu = statistics.median(r.cpu_us for r in runs)
         rss = max(r.peak_rss_mb for r in runs)
+        helpers = max(runs, key=lambda r: r.helper_peak_rss_mb)
         print(f"  {side:9s} {medians[side]:10,.0f} {unit}/s   (runs: {rates}); CPU {cpu:.0f} us "
-              f"per {unit[:-1]}; peak RSS {rss:,.0f} MB; load {runs[-1].load}")  # fmt: skip
+              f"per {unit[:-1]}; peak RSS {rss:,.0f} MB{_helpers_text(helpers)}; "
+              f"load {runs[-1].load}")  # fmt: skip
     if len(medians) == 2:
         print(f"  ratio hub/debezium: {medians['hub'] / medians['debezium']:.2f}")
 

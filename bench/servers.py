@@ -63,8 +63,33 @@ def process_cpu_seconds(pid: int) -> float:
 
 def process_tree_cpu_seconds(pid: int) -> float:
     """As `process_cpu_seconds`, for `pid` and its child processes (`HUB_API_WORKERS` > 1 runs
-    the API in worker processes under a supervising one)."""
-    return process_cpu_seconds(pid) + sum(process_cpu_seconds(c) for c in _children(pid))
+    the API in worker processes under a supervising one), those running and those that ended
+    and were waited for (a CDC snapshot's helper processes)."""
+    running = sum(process_cpu_seconds(c) for c in _children(pid))
+    return process_cpu_seconds(pid) + _reaped_children_cpu_seconds(pid) + running
+
+
+def _reaped_children_cpu_seconds(pid: int) -> float:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    fields = stat.rsplit(")", 1)[1].split()  # cutime and cstime are fields 16 and 17
+    return (int(fields[13]) + int(fields[14])) / _CLOCK_TICKS
+
+
+def spawned_children(parent: int) -> list[int]:
+    """The child processes of `parent` that Python's multiprocessing spawned to do its work
+    (not its resource tracker)."""
+    found = []
+    for pid in _children(parent):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if b"spawn_main" in command:
+            found.append(pid)
+    return found
 
 
 def peak_rss_mb(pid: int) -> float:

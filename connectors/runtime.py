@@ -26,7 +26,7 @@ from connectors.control import State
 from connectors.errors import Stopped
 from connectors.metrics import ConnectorMetrics, SourceLag
 from connectors.offsets import OffsetStore, SourceOffset, SourcePartition, StoredOffset
-from connectors.settings import ConnectSettings
+from connectors.settings import ConnectSettings, PublishSettings
 from hub_core.errors import ErrorCode, HubError, TerminalError
 from hub_core.naming import topic_name, value_subject
 from hub_core.retries import Backoff, RetryNotice, is_transient, retry_transient_interruptibly
@@ -66,8 +66,13 @@ class SourceContext:
         metrics: dict[str, Any] | None = None,
         lag: SourceLag | None = None,
         on_progress: Callable[[], None] | None = None,
+        publishing: PublishSettings | None = None,
+        count: Callable[[str, int, int], None] | None = None,
     ) -> None:
         self.name = name
+        # How a helper process of this source wires its own publish path (None: it cannot).
+        self.publishing = publishing
+        self._count = count
         self.stored = offsets
         # Figures the source reports in its task's status (e.g. a CDC slot's lag in bytes).
         self.metrics: dict[str, Any] = metrics if metrics is not None else {}
@@ -84,6 +89,10 @@ class SourceContext:
     def stopped(self) -> bool:
         return self._stop.is_set()
 
+    @property
+    def paused(self) -> bool:
+        return not self._resumed.is_set()
+
     def offset(self, partition: SourcePartition) -> dict[str, Any] | None:
         """The stored position of `partition`, or None when it was never committed."""
         wanted = json.dumps(dict(partition), sort_keys=True)
@@ -98,6 +107,12 @@ class SourceContext:
         self._emit(batch)
         self.stored = [s for s in self.stored if s.partition != dict(batch.partition)]
         self.stored.append(StoredOffset(partition=dict(batch.partition), offset=dict(batch.offset)))
+        self._progress()
+
+    def published_elsewhere(self, topic: str, *, records: int, dead_lettered: int) -> None:
+        """Count a batch a helper process published itself (its position is not committed)."""
+        if self._count is not None:
+            self._count(topic, records, dead_lettered)
         self._progress()
 
     def sleep(self, seconds: float) -> None:
@@ -141,11 +156,15 @@ class FeedSink:
         feeds: FeedService,
         registry: RegistryService,
         publisher: Publisher,
-        offsets: OffsetStore,
+        offsets: OffsetStore | None,
         settings: ConnectSettings,
         metrics: ConnectorMetrics | None = None,
+        publishing: PublishSettings | None = None,
     ) -> None:
+        """`offsets` is None for a sink that only publishes (a snapshot helper process's);
+        `publishing` is how this sink's services were built, for a source's helper processes."""
         self._connector = connector
+        self.publishing = publishing
         self._metrics = metrics if metrics is not None else ConnectorMetrics()
         self._feeds = feeds
         self._registry = registry
@@ -192,19 +211,44 @@ class FeedSink:
             if stop.wait(seconds):
                 raise Stopped()
 
+        self.publish(batch, stop=stop, on_retry=on_retry)
+        offsets = self._offsets
+        assert offsets is not None, "a sink without an offset store only publishes"
         retry_transient_interruptibly(
-            lambda: self._publish_all(batch), backoff=self._backoff, sleep=wait, on_retry=on_retry
-        )
-        retry_transient_interruptibly(
-            lambda: self._offsets.commit(self._connector, batch.partition, batch.offset),
+            lambda: offsets.commit(self._connector, batch.partition, batch.offset),
             backoff=self._backoff,
             sleep=wait,
             on_retry=on_retry,
         )
 
-    def _publish_all(self, batch: Batch) -> None:
+    def publish(
+        self,
+        batch: Batch,
+        *,
+        stop: threading.Event,
+        on_retry: Callable[[RetryNotice], None] | None = None,
+    ) -> int:
+        """Publish the batch's records, retrying what Kafka did not take; commit nothing.
+        Returns how many records went to the DLQ (the batch's `rejected` not included)."""
+
+        def wait(seconds: float) -> None:
+            if stop.wait(seconds):
+                raise Stopped()
+
+        return retry_transient_interruptibly(
+            lambda: self._publish_all(batch), backoff=self._backoff, sleep=wait, on_retry=on_retry
+        )
+
+    def count(self, topic: str, *, records: int, dead_lettered: int) -> None:
+        """Count records another process published for this connector."""
+        self._metrics.published(
+            self._connector, topic, records=records, dead_lettered=dead_lettered
+        )
+
+    def _publish_all(self, batch: Batch) -> int:
         """Publish every record; raise `KafkaUnavailable` (transient) when Kafka did not take
-        some, or a terminal error with the code of the first record that failed otherwise."""
+        some, or a terminal error with the code of the first record that failed otherwise.
+        Returns how many of the batch's records went to the DLQ."""
         failures, dead_lettered = self._publish(batch)
         if not failures:
             self._metrics.published(
@@ -213,7 +257,7 @@ class FeedSink:
                 records=len(batch.records) - dead_lettered,
                 dead_lettered=dead_lettered + len(batch.rejected),
             )
-            return
+            return dead_lettered
         code, message = failures[0]
         if all(c is ErrorCode.KAFKA_UNAVAILABLE for c, _ in failures):
             raise KafkaUnavailable(
@@ -405,6 +449,8 @@ class Task:
             metrics=self.status.metrics,
             lag=self._lag,
             on_progress=self._progress,
+            publishing=self._sink.publishing,
+            count=self._count_elsewhere,
         )
         source.run(context)
         if not self._stop.is_set():
@@ -423,6 +469,11 @@ class Task:
                 f" and {len(batch.rejected)} to its DLQ" if batch.rejected else "",
                 self._redact(json.dumps(dict(batch.offset), default=str)),
             )  # fmt: skip
+
+    def _count_elsewhere(self, topic: str, records: int, dead_lettered: int) -> None:
+        self._sink.count(topic, records=records, dead_lettered=dead_lettered)
+        self.status.records += records + dead_lettered
+        self.status.batches += 1
 
     def _wait(self, seconds: float) -> None:
         """A backoff wait that ends at once, raising `Stopped`, when the task is stopped."""

@@ -2,9 +2,13 @@
 
 import os
 import socket
+from dataclasses import dataclass
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from hub_kafka.settings import KafkaSettings
+from registry.settings import RegistrySettings
 
 
 def _default_worker_id() -> str:
@@ -88,3 +92,13 @@ class ConnectSettings(BaseSettings):
             "until Kafka acknowledges them trigger again and again); 0 keeps CPython's default."
         ),
     )
+
+
+@dataclass(frozen=True)
+class PublishSettings:
+    """The settings a connector process wired its publish path with: what a helper process
+    (a share of a CDC snapshot) needs to wire its own, the same way."""
+
+    registry: RegistrySettings
+    kafka: KafkaSettings
+    connect: ConnectSettings

@@ -25,7 +25,7 @@ from connectors.control import (
 from connectors.errors import ConfigProblem, ConnectorConfigError
 from connectors.metrics import ConnectorMetrics
 from connectors.runtime import FeedSink, Task, task_backoff
-from connectors.settings import ConnectSettings
+from connectors.settings import ConnectSettings, PublishSettings
 from connectors.sources import build_source, secret_values
 from hub_core.health import HealthServer
 from hub_kafka.settings import KafkaSettings
@@ -62,6 +62,7 @@ class ConnectServices:
 
     publish: PublishServices
     control: ControlPlane
+    settings: PublishSettings
 
     def close(self) -> None:
         self.publish.close()
@@ -75,6 +76,7 @@ def connect_services(
     return ConnectServices(
         publish=services,
         control=ControlPlane(connect, kafka, admin=services.admin, producer=services.producer),
+        settings=PublishSettings(registry=registry, kafka=kafka, connect=connect),
     )
 
 
@@ -179,6 +181,7 @@ class Worker:
             offsets=self._control.offsets,
             settings=self._settings,
             metrics=self.metrics,
+            publishing=services.settings,
         )
         task = Task(
             loaded.name,

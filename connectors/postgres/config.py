@@ -62,6 +62,16 @@ class PostgresCdcSource(BaseModel):
     snapshot_batch_rows: int = Field(
         default=5000, gt=0, description="Rows fetched and published per batch during snapshots."
     )
+    snapshot_processes: int = Field(
+        default=1,
+        ge=1,
+        le=32,
+        description=(
+            "Processes reading and publishing the snapshot, each a share of every table's pages "
+            "in the same exported snapshot; more than 1 uses more cores (PostgreSQL 14 or newer "
+            "reads a share without scanning the rest)."
+        ),
+    )
     max_batch_events: int = Field(
         default=5000,
         gt=0,

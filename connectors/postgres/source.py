@@ -12,24 +12,33 @@ position, so the retry replays what was not confirmed and skips nothing.
 
 import json
 import logging
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from catalog.types import FeedKind, TeamName
 from connectors.postgres.catalog import Catalog, connect
-from connectors.postgres.changes import CapturedTable, ChangeDecoder, Pending, envelope
+from connectors.postgres.changes import CapturedTable, ChangeDecoder, Pending
 from connectors.postgres.config import PostgresCdcConnector, PostgresCdcSource
-from connectors.postgres.envelope import Origin, convert_row, key_of, key_schema, source_block
+from connectors.postgres.envelope import Origin, key_schema, source_block
 from connectors.postgres.errors import CONNECTION_ERRORS, CdcSetupError, connection_failure
 from connectors.postgres.pgoutput import format_lsn
 from connectors.postgres.publishing import BatchPublisher
-from connectors.postgres.snapshot import begin_snapshot, read_table
+from connectors.postgres.snapshot import (
+    PageRange,
+    begin_snapshot,
+    export_snapshot,
+    page_ranges,
+    read_table,
+    snapshot_records,
+    table_pages,
+)
+from connectors.postgres.snapshot_helpers import HelperJob, Share, SnapshotHelpers
 from connectors.postgres.stream import ReplicationStream
 from connectors.runtime import Batch, SourceContext
 from hub_core.naming import topic_name
 from publish.feeds import FeedSpec
-from publish.publisher import IncomingRecord
 
 log = logging.getLogger(__name__)
 
@@ -187,9 +196,24 @@ class PostgresCdc:
         )
         running = {"lsn": point, "txId": None, "snapshot_done": False}
         publisher = BatchPublisher(context, name=config.slot)
+        helpers: SnapshotHelpers | None = None
         try:
             with connect(self._dsn) as conn:
                 begin_snapshot(conn, exported)
+                shares = self._shares(context, conn, tables)
+                if len(shares) > 1:
+                    helpers = SnapshotHelpers(
+                        self._helper_jobs(
+                            context,
+                            export_snapshot(conn),
+                            origin,
+                            started_ms,
+                            point,
+                            tables,
+                            shares[:-1],
+                        ),
+                        context,
+                    )
                 held: Batch | None = None
                 for qualified, table in tables.items():
                     # One source block serves every row of the table: they share it as they
@@ -199,16 +223,11 @@ class PostgresCdc:
                         lsn=point,
                     )  # fmt: skip
                     shape = table.shape
-                    for rows in read_table(conn, shape, batch_rows=config.snapshot_batch_rows):
-                        records = []
-                        for row in rows:
-                            after = convert_row(shape, row).values
-                            records.append(
-                                IncomingRecord(
-                                    key=key_of(shape, after),
-                                    value=envelope("r", None, after, source),
-                                )
-                            )
+                    pages = shares[-1][qualified] if helpers is not None else None
+                    for rows in read_table(
+                        conn, shape, batch_rows=config.snapshot_batch_rows, pages=pages
+                    ):
+                        records = snapshot_records(shape, rows, source)
                         if held is not None:
                             publisher.submit(held)  # published while the next rows are read
                         held = Batch(
@@ -218,7 +237,11 @@ class PostgresCdc:
                             records=records,
                             value_schema=table.schema_text,
                         )
+                        if helpers is not None:
+                            helpers.collect(context)
                     log.info("snapshot of %s read", qualified)
+                if helpers is not None:
+                    helpers.wait(context)  # the last event comes after every helper's rows
                 conn.execute("COMMIT")
             done = {"lsn": point, "txId": None, "snapshot_done": True}
             if held is None:
@@ -240,6 +263,66 @@ class PostgresCdc:
             publisher.drain()
         finally:
             publisher.close()
+            if helpers is not None:
+                helpers.close()
+
+    def _shares(
+        self, context: SourceContext, conn: Any, tables: dict[str, CapturedTable]
+    ) -> list[dict[str, PageRange]]:
+        """Each process's pages of each table: one share (the whole of every table) unless
+        `snapshot_processes` asks for more and the task can wire helper processes. The last
+        share, open at its end, is the connector's own: a table of fewer pages than processes
+        is read by the connector alone, and its last row is the snapshot's last event."""
+        processes = self._source.snapshot_processes
+        if processes > 1 and context.publishing is None:
+            log.warning("snapshot_processes is %d, but this runtime cannot start helper "
+                        "processes; the snapshot is read by one", processes)  # fmt: skip
+            processes = 1
+        if processes == 1:
+            return [{}]
+        ranges = {
+            qualified: page_ranges(table_pages(conn, table.shape), processes)
+            for qualified, table in tables.items()
+        }
+        return [{q: r[k] for q, r in ranges.items()} for k in range(processes)]
+
+    def _helper_jobs(
+        self,
+        context: SourceContext,
+        snapshot: str,
+        origin: Origin,
+        commit_ms: int,
+        point: int,
+        tables: dict[str, CapturedTable],
+        shares: list[dict[str, PageRange]],
+    ) -> list[HelperJob]:
+        assert context.publishing is not None
+        return [
+            HelperJob(
+                number=number,
+                connector=context.name,
+                dsn=self._dsn,
+                snapshot=snapshot,
+                origin=origin,
+                commit_ms=commit_ms,
+                lsn=point,
+                batch_rows=self._source.snapshot_batch_rows,
+                partition=self._partition,
+                shares=tuple(
+                    Share(
+                        qualified=q,
+                        topic=tables[q].topic,
+                        schema_text=tables[q].schema_text,
+                        pages=pages,
+                    )
+                    for q, pages in share.items()
+                ),
+                publishing=context.publishing,
+                log_level=logging.getLogger().getEffectiveLevel(),
+                parent=os.getpid(),
+            )
+            for number, share in enumerate(shares, start=1)
+        ]
 
     @property
     def partition(self) -> dict[str, Any]:

@@ -59,13 +59,15 @@ def _execute(dsn: str, *statements: str) -> None:
             conn.execute(statement)  # type: ignore[arg-type]
 
 
-def _metric(cdc: CdcEnvironment, name: str, **labels: str) -> float | None:
-    """A series of connector `shop` in the running connector's `/metrics`."""
+def _metric(
+    cdc: CdcEnvironment, name: str, *, connector: str = "shop", **labels: str
+) -> float | None:
+    """A series of `connector` in the running connector process's `/metrics`."""
     try:
         text = httpx.get(cdc.metrics_url, timeout=5).text
     except httpx.ConnectError:
         return None
-    return value(text, name, connector="shop", **labels)
+    return value(text, name, connector=connector, **labels)
 
 
 def _ops(events: list[Event]) -> list[str]:
@@ -239,3 +241,51 @@ def test_snapshot_without_the_exported_one_overlaps_and_never_gaps(
         events = cdc.read(topic)
     assert _ops(events) == ["r", "r", "c", "u", "c", "d", "tombstone"]
     assert replay(events) == {(1,): {"sku": 1, "qty": 11}, (2,): {"sku": 2, "qty": 20}}
+
+
+def test_snapshot_in_several_processes_reads_every_row_once(
+    cdc: CdcEnvironment, postgres_database: str
+) -> None:
+    """`snapshot_processes: 3`: helper processes publish shares of each table's pages in the
+    connector's snapshot; every row arrives once, counted, and the stream follows."""
+    dsn = libpq_url(postgres_database)
+    _execute(
+        dsn,
+        "CREATE TABLE parts (id int PRIMARY KEY, label text NOT NULL)",
+        "INSERT INTO parts SELECT g, repeat('p', 40) || g FROM generate_series(1, 3000) g",
+        "CREATE TABLE bins (id int PRIMARY KEY, parts int)",  # one page: the connector's alone
+        "INSERT INTO bins VALUES (1, 10), (2, 20)",
+    )
+    file = cdc.connector_file(
+        "split", dsn, ["public.parts", "public.bins"], snapshot_processes=3,
+        snapshot_batch_rows=250,
+    )  # fmt: skip
+    parts, bins = "cdc.split.public.parts", "cdc.split.public.bins"
+    with cdc.running(file, dsn):
+        wait_for(
+            lambda: len(_safe_read(cdc, parts)) >= 3000 and len(_safe_read(cdc, bins)) >= 2,
+            timeout_s=120,
+            what="the snapshot of parts and bins",
+        )
+        _execute(dsn, "UPDATE parts SET label = 'moved' WHERE id = 7")
+        wait_for(lambda: len(_safe_read(cdc, parts)) >= 3001, timeout_s=60, what="the update")
+        wait_for(
+            lambda: _metric(
+                cdc, "hub_connector_records_published_total", connector="split", topic=parts
+            )
+            == 3001,
+            timeout_s=30,
+            what="every published record counted in /metrics",
+        )
+        part_events, bin_events = cdc.read(parts), cdc.read(bins)
+    log = cdc.log_of(file)
+
+    assert "snapshot: 2 helper process(es) started" in log
+    assert "snapshot helper 1 published" in log and "snapshot helper 2 published" in log
+    reads = [e for e in part_events if e.value is not None and e.value["op"] == "r"]
+    assert sorted(e.key["id"] for e in reads if e.key) == list(range(1, 3001))
+    assert {e.value["source"]["snapshot"] for e in reads if e.value} == {"true"}
+    assert [e.value["source"]["snapshot"] for e in bin_events if e.value] == ["true", "last"]
+    assert _ops(part_events)[-1] == "u"
+    assert replay(part_events)[(7,)]["label"] == "moved"
+    assert len(replay(part_events)) == 3000

@@ -18,6 +18,7 @@ def test_defaults() -> None:
         "initial",
     )
     assert source.create_slot and source.create_publication
+    assert source.snapshot_processes == 1  # one process unless asked for more
     assert "hub@db" not in repr(source)  # the DSN is a secret
 
 
@@ -29,6 +30,7 @@ def test_defaults() -> None:
         ({"slot": "Bad-Slot"}, "not a valid slot/publication name"),
         ({"snapshot_mode": "always"}, "initial"),
         ({"heartbeat_seconds": 0}, "greater than 0"),
+        ({"snapshot_processes": 0}, "greater than or equal to 1"),
         ({"unknown": 1}, "Extra inputs are not permitted"),
     ],
 )

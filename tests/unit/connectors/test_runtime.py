@@ -66,3 +66,21 @@ def test_sleep_raises_stopped_once_stop_is_set() -> None:
 
 def test_offset_keys_follow_kafka_connects_shape() -> None:
     assert offset_key("erp-orders", {"table": "orders"}) == '["erp-orders",{"table":"orders"}]'
+
+
+def test_batches_published_by_a_helper_process_are_counted_and_show_progress() -> None:
+    counted: list[tuple[str, int, int]] = []
+    progressed: list[bool] = []
+    context = SourceContext(
+        "orders",
+        offsets=[],
+        emit=lambda _: None,
+        stop=threading.Event(),
+        resumed=threading.Event(),
+        on_progress=lambda: progressed.append(True),
+        count=lambda topic, records, dead: counted.append((topic, records, dead)),
+    )
+    context.published_elsewhere("erp.orders", records=250, dead_lettered=2)
+    assert counted == [("erp.orders", 250, 2)]
+    assert progressed == [True]  # a snapshot read by helpers ends a run of retries too
+    assert context.stored == []  # a helper commits no position
