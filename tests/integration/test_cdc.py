@@ -270,10 +270,12 @@ def test_snapshot_in_several_processes_reads_every_row_once(
         _execute(dsn, "UPDATE parts SET label = 'moved' WHERE id = 7")
         wait_for(lambda: len(_safe_read(cdc, parts)) >= 3001, timeout_s=60, what="the update")
         wait_for(
-            lambda: _metric(
-                cdc, "hub_connector_records_published_total", connector="split", topic=parts
-            )
-            == 3001,
+            lambda: (
+                _metric(
+                    cdc, "hub_connector_records_published_total", connector="split", topic=parts
+                )
+                == 3001
+            ),
             timeout_s=30,
             what="every published record counted in /metrics",
         )
