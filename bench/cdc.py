@@ -471,7 +471,8 @@ def _run(
         rss = peak_rss_mb(process.pid)  # the connector is still running: its high-water mark
         run = Run(events, elapsed, cpu, rss, load_average(), helper_rss)
         progress(f"  {connector.topic}: {events} in {elapsed:.1f}s {note}, {run.rate:,.0f}/s, "
-                 f"CPU {run.cpu_us:.0f} us/row (helpers included), peak RSS {rss:,.0f} MB"
+                 f"CPU {run.cpu_us:.0f} us/row{' (its helpers included)' if helper_rss else ''}, "
+                 f"peak RSS {rss:,.0f} MB"
                  f"{_helpers_text(run)}, load {run.load}")  # fmt: skip
         return run
     except RuntimeError:
@@ -511,7 +512,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000, help="Rows of the snapshot table.")
     parser.add_argument("--runs", type=int, default=3, help="Measured runs per connector.")
     parser.add_argument(
-        "--warmup", type=int, default=20_000, help="Changes (and rows) of the unmeasured warm-up."
+        "--warmup", type=int, default=200_000, help="Changes (and rows) of the unmeasured warm-up."
     )
     parser.add_argument(
         "--parts", default="streaming,snapshot", help="streaming, snapshot or both (default)."

@@ -1,6 +1,9 @@
 """PostgreSQL CDC end to end: a real server, `hub connect run`, a real broker, the registry."""
 
 import json
+import os
+import signal
+import time
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -291,3 +294,65 @@ def test_snapshot_in_several_processes_reads_every_row_once(
     assert _ops(part_events)[-1] == "u"
     assert replay(part_events)[(7,)]["label"] == "moved"
     assert len(replay(part_events)) == 3000
+
+
+def test_a_snapshot_helper_that_dies_makes_the_snapshot_start_again(
+    cdc: CdcEnvironment, postgres_database: str
+) -> None:
+    """A helper killed before it published its share: the snapshot is taken again from the
+    start (overlap, never a gap), and the connector goes on streaming."""
+    dsn = libpq_url(postgres_database)
+    _execute(
+        dsn,
+        "CREATE TABLE lots (id int PRIMARY KEY, label text NOT NULL)",
+        "INSERT INTO lots SELECT g, repeat('l', 40) || g FROM generate_series(1, 2000) g",
+    )
+    file = cdc.connector_file("killed", dsn, ["public.lots"], snapshot_processes=2)
+    topic = "cdc.killed.public.lots"
+    with cdc.running(file, dsn) as process:
+        helper = _snapshot_helper(process.pid, timeout_s=60)
+        os.kill(helper, signal.SIGKILL)  # it is still wiring its publish path: nothing published
+        wait_for(
+            lambda: (
+                "snapshot: 1 helper process(es) started"
+                in cdc.log_of(file).split("ended (exit code -9)", 1)[-1]
+            ),
+            timeout_s=90,
+            what="the snapshot to start again with a new helper",
+        )
+        wait_for(
+            lambda: {e.key["id"] for e in _safe_read(cdc, topic) if e.key} == set(range(1, 2001)),
+            timeout_s=90,
+            what="every row of the retried snapshot",
+        )
+        _execute(dsn, "DELETE FROM lots WHERE id = 5")
+        wait_for(
+            lambda: any(e.value is None for e in _safe_read(cdc, topic)),
+            timeout_s=60,
+            what="the delete streamed after the snapshot",
+        )
+        events = cdc.read(topic)
+    log = cdc.log_of(file)
+    assert "snapshot helper 1 ended (exit code -9) before its share was published" in log
+    assert "transient failure" in log  # retried, not FAILED
+    assert [e.value["source"]["snapshot"] for e in events if e.value and e.value["op"] == "r"][
+        -1
+    ] == "last"
+    state = replay(events)
+    assert (5,) not in state and len(state) == 1999
+
+
+def _snapshot_helper(parent: int, *, timeout_s: float) -> int:
+    """The pid of the first snapshot helper process `parent` starts (multiprocessing's spawn)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+                command = (stat.parent / "cmdline").read_bytes()
+            except (OSError, IndexError, ValueError):
+                continue  # the process ended while we looked
+            if ppid == parent and b"spawn_main" in command:
+                return int(stat.parent.name)
+        time.sleep(0.02)
+    raise AssertionError(f"no snapshot helper process started within {timeout_s:.0f}s")
