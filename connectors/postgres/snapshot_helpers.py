@@ -10,12 +10,13 @@ publishes its rows as the connector would, with the same validation, dead-letter
 retries.
 
 Helpers publish only while the connector is resumed: a paused connector pauses them before
-their next batch. They commit no position. They report each published batch (counted in the
-connector's task status and metrics), their log records (handled by the connector process's
-logging) and how they ended, on one queue. The connector commits `snapshot_done` only after
-every helper reported its whole share, and publishes the snapshot's last event
-(`snapshot: last`) after them. A failed or killed helper fails the snapshot, which is taken
-again from the start, as an interrupted one-process snapshot is (overlap, never a gap).
+their next batch, and a helper whose connector process is gone stops there. They commit no
+position. They report each published batch (counted in the connector's task status and
+metrics), their log records (handled by the connector process's logging) and how they ended,
+on one queue. The connector commits `snapshot_done` only after every helper reported its whole
+share, and publishes the snapshot's last event (`snapshot: last`) after them. A failed or
+killed helper fails the snapshot, which is taken again from the start, as an interrupted
+one-process snapshot is (overlap, never a gap).
 """
 
 import logging
@@ -141,7 +142,7 @@ def _publish_shares(job: HelperJob, reports: Any, resumed: Any) -> int:
                         records=records,
                         value_schema=share.schema_text,
                     )
-                    _wait_resumed(resumed, job.parent)
+                    _wait_for_connector(resumed, job.parent)
                     dead_lettered = sink.publish(batch, stop=never)
                     published += len(records)
                     reports.put(("batch", job.number, share.topic, len(records), dead_lettered))
@@ -155,10 +156,14 @@ def _publish_shares(job: HelperJob, reports: Any, resumed: Any) -> int:
     return published
 
 
-def _wait_resumed(resumed: Any, parent: int) -> None:
-    while not resumed.wait(0.5):
+def _wait_for_connector(resumed: Any, parent: int) -> None:
+    """Return once the connector is resumed; raise if its process is gone (killed: the next
+    run takes the snapshot again, so this share's rows are not needed)."""
+    while True:
         if os.getppid() != parent:
-            raise CdcSourceUnavailable("the connector process ended while it was paused")
+            raise CdcSourceUnavailable("the connector process ended; its snapshot is abandoned")
+        if resumed.wait(0.5):
+            return
 
 
 def _pages_text(pages: PageRange) -> str:
