@@ -206,18 +206,13 @@ class FeedSink:
     ) -> None:
         """Publish the batch, then commit its offset; what Kafka did not take is retried with
         backoff (`publish_retries` times), then raised as `KafkaUnavailable` for the task."""
-
-        def wait(seconds: float) -> None:
-            if stop.wait(seconds):
-                raise Stopped()
-
         self.publish(batch, stop=stop, on_retry=on_retry)
         offsets = self._offsets
         assert offsets is not None, "a sink without an offset store only publishes"
         retry_transient_interruptibly(
             lambda: offsets.commit(self._connector, batch.partition, batch.offset),
             backoff=self._backoff,
-            sleep=wait,
+            sleep=_stoppable(stop),
             on_retry=on_retry,
         )
 
@@ -230,13 +225,11 @@ class FeedSink:
     ) -> int:
         """Publish the batch's records, retrying what Kafka did not take; commit nothing.
         Returns how many records went to the DLQ (the batch's `rejected` not included)."""
-
-        def wait(seconds: float) -> None:
-            if stop.wait(seconds):
-                raise Stopped()
-
         return retry_transient_interruptibly(
-            lambda: self._publish_all(batch), backoff=self._backoff, sleep=wait, on_retry=on_retry
+            lambda: self._publish_all(batch),
+            backoff=self._backoff,
+            sleep=_stoppable(stop),
+            on_retry=on_retry,
         )
 
     def count(self, topic: str, *, records: int, dead_lettered: int) -> None:
@@ -299,6 +292,16 @@ class FeedSink:
                 if not r.dead_lettered and r.error_code is not None
             ]
         return failures, dead_lettered
+
+
+def _stoppable(stop: threading.Event) -> Callable[[float], None]:
+    """A backoff wait that ends at once, raising `Stopped`, when `stop` is set."""
+
+    def wait(seconds: float) -> None:
+        if stop.wait(seconds):
+            raise Stopped()
+
+    return wait
 
 
 @dataclass
