@@ -50,15 +50,20 @@ class Database:
     pids: Callable[[], list[int]] = list
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process `pid` (all its threads), from /proc; 0 once gone."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the parenthesised command name (the first is the
+    state, field 3); None once the process is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError):
-        return 0.0
-    # Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-    fields = stat.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+        return None
+    return stat.rsplit(")", 1)[1].split()
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` (all its threads), from /proc; 0 once gone."""
+    fields = _stat_fields(pid)  # utime and stime are fields 14 and 15
+    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
 
 def process_tree_cpu_seconds(pid: int) -> float:
@@ -70,12 +75,8 @@ def process_tree_cpu_seconds(pid: int) -> float:
 
 
 def _reaped_children_cpu_seconds(pid: int) -> float:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return 0.0
-    fields = stat.rsplit(")", 1)[1].split()  # cutime and cstime are fields 16 and 17
-    return (int(fields[13]) + int(fields[14])) / _CLOCK_TICKS
+    fields = _stat_fields(pid)  # cutime and cstime are fields 16 and 17
+    return 0.0 if fields is None else (int(fields[13]) + int(fields[14])) / _CLOCK_TICKS
 
 
 def spawned_children(parent: int) -> list[int]:
