@@ -217,7 +217,7 @@ class Run:
 
     events: int
     seconds: float
-    cpu_seconds: float  # of the connector's process (all its threads) during the run
+    cpu_seconds: float  # of the connector's process (all its threads, its helpers) in the run
     peak_rss_mb: float  # of the connector's process, read just before it was stopped
     load: str  # the load average when the run ended
     helper_peak_rss_mb: float = 0.0  # the largest of the snapshot's helper processes
