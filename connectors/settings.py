@@ -83,6 +83,15 @@ class ConnectSettings(BaseSettings):
             "retries, its state stays RUNNING and its status carries `retry`."
         ),
     )
+    max_snapshot_processes: int = Field(
+        default_factory=lambda: os.cpu_count() or 1,
+        ge=1,
+        description=(
+            "Most processes one connector's snapshot may use (`snapshot_processes` in its file "
+            "is cut to this), so that no connector file takes the worker's host from the others "
+            "(default: the host's cores)."
+        ),
+    )
     gc_threshold: int = Field(
         default=50_000,
         ge=0,

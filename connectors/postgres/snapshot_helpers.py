@@ -79,6 +79,24 @@ class _Reports(logging.handlers.QueueHandler):
         self.queue.put_nowait(("log", record))
 
 
+def allowed_processes(requested: int, publishing: PublishSettings | None) -> int:
+    """How many processes a snapshot uses: `requested` (the connector file's
+    `snapshot_processes`), cut to the worker's `max_snapshot_processes`; 1 where the runtime
+    cannot wire helper processes."""
+    if requested == 1:
+        return 1
+    if publishing is None:
+        log.warning("snapshot_processes is %d, but this runtime cannot start helper "
+                    "processes; the snapshot is read by one", requested)  # fmt: skip
+        return 1
+    most = publishing.connect.max_snapshot_processes
+    if requested > most:
+        log.warning("snapshot_processes is %d; this worker allows at most %d "
+                    "(HUB_CONNECT_MAX_SNAPSHOT_PROCESSES)", requested, most)  # fmt: skip
+        return most
+    return requested
+
+
 def run_helper(job: HelperJob, reports: Any, resumed: Any) -> None:
     """A helper process's body: publish every share of `job` while `resumed` is set, then say
     how it ended."""

@@ -34,7 +34,12 @@ from connectors.postgres.snapshot import (
     snapshot_records,
     table_pages,
 )
-from connectors.postgres.snapshot_helpers import HelperJob, Share, SnapshotHelpers
+from connectors.postgres.snapshot_helpers import (
+    HelperJob,
+    Share,
+    SnapshotHelpers,
+    allowed_processes,
+)
 from connectors.postgres.stream import ReplicationStream
 from connectors.runtime import Batch, SourceContext
 from hub_core.naming import topic_name
@@ -273,11 +278,7 @@ class PostgresCdc:
         `snapshot_processes` asks for more and the task can wire helper processes. The last
         share, open at its end, is the connector's own: a table of fewer pages than processes
         is read by the connector alone, and its last row is the snapshot's last event."""
-        processes = self._source.snapshot_processes
-        if processes > 1 and context.publishing is None:
-            log.warning("snapshot_processes is %d, but this runtime cannot start helper "
-                        "processes; the snapshot is read by one", processes)  # fmt: skip
-            processes = 1
+        processes = allowed_processes(self._source.snapshot_processes, context.publishing)
         if processes == 1:
             return [{}]
         ranges = {

@@ -247,10 +247,11 @@ def test_snapshot_without_the_exported_one_overlaps_and_never_gaps(
 
 
 def test_snapshot_in_several_processes_reads_every_row_once(
-    cdc: CdcEnvironment, postgres_database: str
+    cdc: CdcEnvironment, postgres_database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`snapshot_processes: 3`: helper processes publish shares of each table's pages in the
     connector's snapshot; every row arrives once, counted, and the stream follows."""
+    monkeypatch.setenv("HUB_CONNECT_MAX_SNAPSHOT_PROCESSES", "3")  # more than CI's 2 cores
     dsn = libpq_url(postgres_database)
     _execute(
         dsn,

@@ -1,10 +1,16 @@
-"""How a snapshot is split among processes: page ranges that cover a table once."""
+"""How a snapshot is split among processes: page ranges that cover a table once, and no more
+processes than the worker allows."""
 
 import itertools
+import os
 
 import pytest
 
 from connectors.postgres.snapshot import page_ranges
+from connectors.postgres.snapshot_helpers import allowed_processes
+from connectors.settings import ConnectSettings, PublishSettings
+from hub_kafka.settings import KafkaSettings
+from registry.settings import RegistrySettings
 
 pytestmark = pytest.mark.unit
 
@@ -28,3 +34,22 @@ def test_shares_are_about_equal() -> None:
 
 def test_a_table_smaller_than_the_processes_is_the_last_share_alone() -> None:
     assert page_ranges(1, 3) == [(0, 0), (0, 0), (0, None)]
+
+
+def _publishing(most: int) -> PublishSettings:
+    return PublishSettings(
+        registry=RegistrySettings(database_url="sqlite://"),
+        kafka=KafkaSettings(),
+        connect=ConnectSettings(max_snapshot_processes=most),
+    )
+
+
+def test_a_connector_file_cannot_take_more_processes_than_the_worker_allows() -> None:
+    assert allowed_processes(32, _publishing(2)) == 2  # cut: the host is shared
+    assert allowed_processes(2, _publishing(4)) == 2
+    assert allowed_processes(1, _publishing(4)) == 1
+    assert allowed_processes(4, None) == 1  # no way to wire helpers: the connector alone
+
+
+def test_the_worker_allows_its_hosts_cores_by_default() -> None:
+    assert ConnectSettings().max_snapshot_processes == (os.cpu_count() or 1)
