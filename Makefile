@@ -74,6 +74,18 @@ go-path:
 bench-jars: ## Fetch Debezium + Kafka Connect jars for bench/cdc.py (not needed by setup or CI)
 	mvn -B -ntp -s jvm/settings.xml -f jvm/debezium/pom.xml package -Dhub.jars.dir=$(JARS)
 
+# bench/publish_single.py loads the server with wrk, a compiled generator that leaves the cores
+# to the server it measures.
+.PHONY: bench-tools
+bench-tools: ## Install wrk from Debian packages when missing (bench/publish_single.py's load)
+	@if command -v wrk >/dev/null; then \
+	  echo "==> wrk: $$(command -v wrk)"; \
+	else \
+	  echo "==> wrk: installing the Debian package"; \
+	  $(SUDO) apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk; \
+	fi
+
 # The container image (image/Containerfile, built by image/build.sh): Debian 12 from mmdebstrap,
 # the locked environment, the jars and the hub. Rebuilt when any of its inputs changes.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)

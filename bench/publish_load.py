@@ -1,18 +1,25 @@
-"""The publish benchmark's two producers of records: the in-process ceiling, and closed-loop
-HTTP clients of the gateway on one asyncio loop, one keep-alive connection each."""
+"""The publish benchmarks' producers of records: the in-process ceiling; closed-loop HTTP
+clients of the gateway on one asyncio loop, one keep-alive connection each; and the same
+clients from wrk, a compiled load generator."""
 
 import asyncio
 import io
 import json
+import os
+import shutil
 import struct
+import subprocess
+import tempfile
 import time
 from contextlib import suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import fastavro
 from confluent_kafka import KafkaError, Message, Producer
 
 from bench.publish_stack import SCHEMA, TOPIC, Cpu, Stack, reading
+from bench.servers import peak_rss_mb
 from hub_kafka.security import client_config
 
 BODY_VARIANTS = 4  # distinct request bodies per batch size, sent in turn
@@ -203,3 +210,94 @@ def run_gateway(
         run_clients(stack.port, requests, batch=batch, clients=clients, duration_s=duration_s)
     )
     return load, Cpu.read(stack) - before
+
+
+# -- the load from wrk: a compiled generator, beside the server on the same cores ------------
+
+# wrk reads the prepared requests from files and sends them in turn, unchanged; at the end it
+# prints one JSON line (its `done` hook) that `wrk_gateway` reads.
+_WRK_SCRIPT = """
+local requests, turn = {}, 0
+for i = 1, %(count)d do
+  local file = assert(io.open("%(folder)s/request-" .. i, "rb"))
+  requests[i] = file:read("*a")
+  file:close()
+end
+request = function()
+  turn = turn %% #requests + 1
+  return requests[turn]
+end
+done = function(summary, latency, _)
+  local e = summary.errors
+  io.write(string.format(
+    '{"requests": %%d, "duration_us": %%d, "connect": %%d, "read": %%d, "write": %%d, ' ..
+    '"status": %%d, "timeout": %%d, "p50_us": %%d, "p99_us": %%d}\\n',
+    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class WrkLoad:
+    """What one wrk run saw, and the CPU wrk itself took."""
+
+    requests: int  # answered with 2xx or 3xx
+    errors: int  # other statuses, and socket errors
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    cpu_s: float
+    peak_rss_mb: float
+
+
+def wrk_gateway(
+    stack: Stack, requests: list[bytes], *, clients: int, duration_s: float
+) -> tuple[WrkLoad, Cpu]:
+    """`clients` closed-loop connections from wrk (one thread) sending `requests` in turn for
+    `duration_s` (whole seconds, at least 1), and the CPU the stack took meanwhile.
+
+    wrk spends 20-30 µs of CPU a request where the Python clients above spend 50-90 µs; on a
+    2-core machine that CPU is taken from the server being measured.
+    """
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise RuntimeError("wrk is not installed: `make bench-tools` (or apt-get install wrk)")
+    with tempfile.TemporaryDirectory(prefix="hub-bench-wrk-") as folder:
+        for number, request in enumerate(requests, start=1):
+            Path(folder, f"request-{number}").write_bytes(request)
+        script = Path(folder, "requests.lua")
+        script.write_text(_WRK_SCRIPT % {"count": len(requests), "folder": folder})
+        seconds = max(1, round(duration_s))
+        command = [wrk, "--threads", "1", "--connections", str(clients),
+                   "--duration", f"{seconds}s", "--timeout", f"{int(REQUEST_TIMEOUT_S)}s",
+                   "--script", str(script), f"http://127.0.0.1:{stack.port}/"]  # fmt: skip
+        before = Cpu.read(stack)
+        with Path(folder, "wrk.out").open("w+") as out:
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+            peak_mb = 0.0
+            while True:  # wrk's peak memory, sampled (a child's ru_maxrss counts its fork)
+                peak_mb = max(peak_mb, peak_rss_mb(process.pid))
+                pid, status, usage = os.wait4(process.pid, os.WNOHANG)  # and its own CPU
+                if pid:
+                    break
+                time.sleep(0.2)
+            process.returncode = os.waitstatus_to_exitcode(status)
+            used = Cpu.read(stack) - before
+            out.seek(0)
+            printed = out.read()
+    lines = [line for line in printed.splitlines() if line.startswith("{")]
+    if process.returncode != 0 or not lines:
+        raise RuntimeError(f"wrk failed ({process.returncode}): {printed[-2000:]}")
+    report = json.loads(lines[-1])
+    errors = sum(report[k] for k in ("connect", "read", "write", "status", "timeout"))
+    load = WrkLoad(
+        requests=report["requests"] - report["status"],
+        errors=errors,
+        seconds=report["duration_us"] / 1e6,
+        p50_ms=report["p50_us"] / 1000,
+        p99_ms=report["p99_us"] / 1000,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        peak_rss_mb=peak_mb,
+    )
+    return load, used

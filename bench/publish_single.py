@@ -3,6 +3,7 @@ in-process ceiling, in one run.
 
     .venv/bin/python bench/publish_single.py [--quick] [--repeats 3] [--duration 4]
                                              [--clients 1,8] [--chunk 50] [--base COMMIT]
+                                             [--load wrk|python]
 
 Starts its own Kafka broker and `hub api serve` (one worker per core) on free ports, creates a
 feed, and with `--base`, also serves the code of that commit (extracted with `git archive`) from
@@ -16,7 +17,10 @@ a second API process on the same broker and database. Then, in rounds that inter
   encoding, `--chunk` one-record messages (concatenated JSON) per chunk, reports read as they
   come; records per second counts the reports with `error_code` 200;
 - batch 1: closed-loop clients POSTing one record per request to `/v1/feeds/{topic}/records`
-  (`--clients`), against this code and, with `--base`, the base commit's.
+  (`--clients` keep-alive connections), against this code and, with `--base`, the base
+  commit's. The load comes from wrk (`make bench-tools`), one thread, 20-30 µs of CPU a
+  request, so that the server keeps the cores; `--load python` uses this process's asyncio
+  clients instead (50-90 µs a request).
 
 It prints each run as it ends, then the medians: requests per second and server CPU per request
 at batch 1 (with the ratio to the base and the targets: at most 0.5 ms, at least 5 times the
@@ -47,7 +51,7 @@ if __name__ == "__main__" and not __package__:
 
 import httpx
 
-from bench.publish_load import prepared_requests, run_gateway
+from bench.publish_load import prepared_requests, run_gateway, wrk_gateway
 from bench.publish_stack import (
     REPO,
     TOPIC,
@@ -77,6 +81,10 @@ class Batch1:
     requests_s: float
     cpu_ms: float  # server CPU (all processes and threads) per request
     errors: int
+    load_ms: float  # the load generator's CPU per request
+    load_peak_mb: float  # wrk's peak resident memory (0 for the in-process clients)
+    p50_ms: float  # latency, as the clients saw it
+    p99_ms: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,10 +296,22 @@ def base_server(stack: Stack, commit: str, workers: int) -> Iterator[Stack]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def batch1(stack: Stack, requests: list[bytes], clients: int, duration_s: float) -> Batch1:
-    load, cpu = run_gateway(stack, requests, batch=1, clients=clients, duration_s=duration_s)
-    done = len(load.latencies_s)
-    return Batch1(done / load.seconds, cpu.server / max(1, done) * 1000, load.errors)
+def batch1(
+    stack: Stack, requests: list[bytes], clients: int, duration_s: float, generator: str
+) -> Batch1:
+    if generator == "wrk":
+        answered, cpu = wrk_gateway(stack, requests, clients=clients, duration_s=duration_s)
+        done, seconds, errors = answered.requests, answered.seconds, answered.errors
+        load_ms, peak_mb = answered.cpu_s / max(1, done) * 1000, answered.peak_rss_mb
+        p50_ms, p99_ms = answered.p50_ms, answered.p99_ms
+    else:
+        load, cpu = run_gateway(stack, requests, batch=1, clients=clients, duration_s=duration_s)
+        done, seconds, errors = len(load.latencies_s), load.seconds, load.errors
+        load_ms, peak_mb = cpu.bench / max(1, done) * 1000, 0.0
+        cuts = statistics.quantiles(load.latencies_s, n=100) if done > 1 else [0.0] * 99
+        p50_ms, p99_ms = cuts[49] * 1000, cuts[98] * 1000
+    cpu_ms = cpu.server / max(1, done) * 1000
+    return Batch1(done / seconds, cpu_ms, errors, load_ms, peak_mb, p50_ms, p99_ms)
 
 
 def stream(stack: Stack, chunks: list[bytes], chunk: int, duration_s: float) -> Rate:
@@ -313,6 +333,9 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--clients", default="1,8", help="batch-1 client counts")
     parser.add_argument("--chunk", type=int, default=50, help="records per stream chunk")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--load", choices=("wrk", "python"), default="wrk",
+                        help="batch 1's load generator: wrk (compiled), or this process's "
+                        "asyncio clients")  # fmt: skip
     parser.add_argument("--base", help="also serve this commit's code (e.g. 908ead3)")
     options = parser.parse_args(argv)
     if options.quick:
@@ -345,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             ceiling.run(0.5)
             stream(stack, chunks, options.chunk, 0.5)
             for name, target in targets.items():
-                batch1(target, requests[name], max(options.clients), 0.5)
+                batch1(target, requests[name], max(options.clients), 1.0, options.load)
             for round_number in range(1, options.repeats + 1):
                 tag = f"[round {round_number}/{options.repeats}]"
                 ceilings.append(c := ceiling.run(options.duration))
@@ -357,12 +380,14 @@ def main(argv: list[str] | None = None) -> int:
                     f"{s.cpu_us:6.1f} us CPU/record  errors {s.errors}")  # fmt: skip
                 for name, target in targets.items():
                     for clients in options.clients:
-                        b = batch1(target, requests[name], clients, options.duration)
+                        b = batch1(target, requests[name], clients, options.duration, options.load)
                         rows.setdefault((name, clients), []).append(b)
                         errors += b.errors
                         say(
                             f"{tag} batch 1, {name}, {clients} client(s): {b.requests_s:7.1f} "
-                            f"req/s  server {b.cpu_ms:5.2f} ms CPU/request  errors {b.errors}"
+                            f"req/s  server {b.cpu_ms:5.2f} ms CPU/request  {options.load} "
+                            f"{b.load_ms:5.2f} ms CPU/request  p50 {b.p50_ms:5.2f} ms  "
+                            f"p99 {b.p99_ms:5.2f} ms  errors {b.errors}"
                         )
             _report(options, ceilings, streams, rows, base is not None)
             say("")
@@ -372,7 +397,14 @@ def main(argv: list[str] | None = None) -> int:
                 tree = process_tree_peak_rss_mb(target.server_pid)
                 say(f"  API server, {name}: "
                     + ", ".join(f"pid {pid} {mb:.0f}" for pid, mb in tree.items()))  # fmt: skip
-            say(f"  this benchmark (load generator and ceiling): {self_peak_rss_mb():.0f}")
+            if options.load == "wrk":
+                wrk_mb = max(b.load_peak_mb for runs in rows.values() for b in runs)
+                say(f"  wrk (batch 1's load): {wrk_mb:.0f}")
+            say(
+                "  this benchmark (the ceiling, the stream's client"
+                + (")" if options.load == "wrk" else ", batch 1's clients)")
+                + f": {self_peak_rss_mb():.0f}"
+            )
         finally:
             ceiling.close()
     say(f"benchmark took {time.monotonic() - began:.0f} s")
