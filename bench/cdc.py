@@ -88,12 +88,13 @@ CONNECT_WORKER = {
     "producer.compression.type": "lz4",
 }
 # The hub's connector, with its documented throughput settings (connector file and environment).
-# One snapshot process per core of the 2-core machine (Debezium's `snapshot.max.threads` splits
-# by table only, so one table is one thread there).
+# One snapshot process and one stream process per core of the 2-core machine (Debezium's
+# `snapshot.max.threads` splits by table only, so one table is one thread there).
 HUB_SOURCE = {
     "max_batch_events": "20000",
     "snapshot_batch_rows": "10000",
     "snapshot_processes": "2",
+    "stream_processes": "2",
 }
 HUB_ENVIRONMENT = {"HUB_KAFKA_LINGER_MS": "10"}  # the hub's producer always compresses with lz4
 
@@ -220,7 +221,7 @@ class Run:
     cpu_seconds: float  # of the connector's process (all its threads, its helpers) in the run
     peak_rss_mb: float  # of the connector's process, read just before it was stopped
     load: str  # the load average when the run ended
-    helper_peak_rss_mb: float = 0.0  # the largest of the snapshot's helper processes
+    helper_peak_rss_mb: float = 0.0  # the largest of the hub's helper processes
 
     @property
     def rate(self) -> float:
@@ -271,7 +272,10 @@ def hub_connector(
     stack: Stack, name: str, dsn: str, *, snapshot: bool, profile: Path | None
 ) -> Connector:
     config = stack.root / f"{name}.yaml"
-    tuned = "".join(f"  {key}: {value}\n" for key, value in HUB_SOURCE.items())
+    # A snapshot run measures the snapshot alone: the stream after it stays in one process,
+    # whose helper would start (and be counted) as the snapshot ends.
+    source = {**HUB_SOURCE, "stream_processes": "1"} if snapshot else HUB_SOURCE
+    tuned = "".join(f"  {key}: {value}\n" for key, value in source.items())
     config.write_text(
         f"name: {name}\ntype: postgres-cdc\nowner: bench\ntopic_prefix: cdc.{name}\n"
         "source:\n  dsn: ${BENCH_DSN}\n  tables: [public.orders]\n"
@@ -384,10 +388,12 @@ def streaming_runs(
                  timeout_s=1800, what=connector.topic)  # fmt: skip
             elapsed = time.monotonic() - start
             cpu = process_tree_cpu_seconds(process.pid) - cpu
-            run = Run(count, elapsed, cpu, peak_rss_mb(process.pid), load_average())
+            helpers = [peak_rss_mb(helper) for helper in spawned_children(process.pid)]
+            run = Run(count, elapsed, cpu, peak_rss_mb(process.pid), load_average(),
+                      max(helpers, default=0.0))  # fmt: skip
             progress(f"  {connector.topic}: {count} changes in {elapsed:.1f}s (workload "
                      f"{took:.1f}s), {run.rate:,.0f}/s, CPU {run.cpu_us:.0f} us/change, peak RSS "
-                     f"{run.peak_rss_mb:,.0f} MB, load {run.load}")  # fmt: skip
+                     f"{run.peak_rss_mb:,.0f} MB{_helpers_text(run)}, load {run.load}")  # fmt: skip
             return run
 
         for side in sides:
@@ -485,7 +491,7 @@ def _run(
 def _helpers_text(run: Run) -> str:
     if not run.helper_peak_rss_mb:
         return ""
-    return f" (each snapshot helper at most {run.helper_peak_rss_mb:,.0f} MB)"
+    return f" (each helper process at most {run.helper_peak_rss_mb:,.0f} MB)"
 
 
 def report(title: str, unit: str, results: dict[str, list[Run]]) -> None:

@@ -92,6 +92,15 @@ class ConnectSettings(BaseSettings):
             "(default: the host's cores)."
         ),
     )
+    max_stream_processes: int = Field(
+        default_factory=lambda: os.cpu_count() or 1,
+        ge=1,
+        description=(
+            "Most processes one connector's stream may use (`stream_processes` in its file is "
+            "cut to this), so that no connector file takes the worker's host from the others "
+            "(default: the host's cores)."
+        ),
+    )
     gc_threshold: int = Field(
         default=50_000,
         ge=0,

@@ -72,6 +72,17 @@ class PostgresCdcSource(BaseModel):
             "reads a share without scanning the rest)."
         ),
     )
+    stream_processes: int = Field(
+        default=1,
+        ge=1,
+        le=32,
+        description=(
+            "Processes publishing the stream's changes, each the rows whose key falls in its "
+            "share; every process reads every change, so a row's events keep their order. More "
+            "than 1 uses more cores. A table keyed by anything but fixed-width columns "
+            "(integers, uuid, dates and times), or without a key, is published by the first."
+        ),
+    )
     max_batch_events: int = Field(
         default=5000,
         gt=0,

@@ -270,6 +270,68 @@ def row_change_at(
     return row
 
 
+# Row keys (`row_keys_at`): a change whose key could not be read from its message.
+UNKNOWN_KEY = b""
+
+
+def row_keys_at(data: bytes, positions: Sequence[int]) -> tuple[bytes | None, bytes]:
+    """The key of an Insert, Update or Delete as its texts: `(old, new)`, each the texts of the
+    columns at `positions` (ascending), joined; read without decoding the rest of the message.
+
+    `old` is the old tuple's key (an Update that carries one, a Delete), None where there is
+    none; `new` is the new tuple's (Insert, Update) or, for a Delete, the old one's again.
+    `UNKNOWN_KEY` stands for a key with a column null or not sent in that tuple. The texts are
+    the server's output of each value, so a row's key reads the same in each of its changes.
+    """
+    tag = data[0]
+    pos = 5
+    old: bytes | None = None
+    if tag != 0x49:  # Update or Delete: an old tuple may come first
+        kind = data[pos]
+        if kind in (0x4B, 0x4F):  # 'K', 'O'
+            old, pos = _tuple_key(data, pos + 1, positions, whole=tag == 0x55)
+            if tag == 0x44:  # Delete: no new tuple
+                return old, old
+    if data[pos] != 0x4E:  # 'N'
+        raise PgOutputError(f"malformed {chr(tag)} message: no new tuple")
+    new, _ = _tuple_key(data, pos + 1, positions, whole=False)
+    return old, new
+
+
+def _tuple_key(
+    data: bytes, pos: int, positions: Sequence[int], *, whole: bool
+) -> tuple[bytes, int]:
+    """The key texts of the TupleData at `pos`, and where it ends (where the walk stopped,
+    unless `whole`)."""
+    (count,) = _INT16.unpack_from(data, pos)
+    pos += 2
+    parts: list[bytes] = []
+    unknown = False
+    last = positions[-1]
+    wanted = 0
+    for column in range(count):
+        if not whole and column > last:
+            break
+        kind = data[pos]
+        if kind in (0x74, 0x62):  # 't', 'b'
+            (length,) = _INT32.unpack_from(data, pos + 1)
+            start = pos + 5
+            pos = start + length
+            if wanted < len(positions) and column == positions[wanted]:
+                parts.append(data[start:pos])
+                wanted += 1
+        elif kind in (0x6E, 0x75):  # 'n', 'u'
+            pos += 1
+            if wanted < len(positions) and column == positions[wanted]:
+                unknown = True
+                wanted += 1
+        else:
+            raise PgOutputError(f"unknown tuple data kind {chr(kind)!r}")
+    if unknown or wanted < len(positions):
+        return UNKNOWN_KEY, pos
+    return b"\x00".join(parts), pos
+
+
 def decode(data: bytes) -> Message:
     """Decode one pgoutput message."""
     if not data:

@@ -13,17 +13,24 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
-from connectors.runtime import Batch, SourceContext
+from connectors.runtime import Batch
 
 log = logging.getLogger(__name__)
+
+
+class Emitter(Protocol):
+    """What publishes a batch and commits its position: the task's `SourceContext`, or a
+    stream helper's own publish path."""
+
+    def emit(self, batch: Batch) -> None: ...
 
 
 class BatchPublisher:
     """Emits submitted batches in order on one thread; see the module docstring."""
 
-    def __init__(self, context: SourceContext, *, name: str, depth: int = 2) -> None:
+    def __init__(self, context: Emitter, *, name: str, depth: int = 2) -> None:
         self._context = context
         self._depth = depth
         self._waiting: deque[Batch] = deque()

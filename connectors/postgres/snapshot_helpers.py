@@ -20,27 +20,30 @@ one-process snapshot is (overlap, never a gap).
 """
 
 import logging
-import logging.handlers
-import multiprocessing
-import os
-import queue
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from connectors.postgres.catalog import Catalog, connect
 from connectors.postgres.changes import CapturedTable
 from connectors.postgres.envelope import Origin, source_block
-from connectors.postgres.errors import CONNECTION_ERRORS, CdcSourceUnavailable, connection_failure
+from connectors.postgres.errors import CONNECTION_ERRORS, connection_failure
+from connectors.postgres.helpers import (
+    HelperProcesses,
+    allowed_processes,
+    report_end,
+    report_logs,
+    wait_for_connector,
+)
 from connectors.postgres.snapshot import PageRange, begin_snapshot, read_table, snapshot_records
 from connectors.runtime import Batch, FeedSink, SourceContext
 from connectors.settings import PublishSettings
-from hub_core.errors import ErrorCode, HubError, TerminalError, TransientError
+from hub_core.errors import ErrorCode, TerminalError
 
 log = logging.getLogger(__name__)
 
-_SPAWN = multiprocessing.get_context("spawn")  # no fork: the parent runs librdkafka threads
+# A killed connector's next run takes the snapshot again, so a helper's share is not needed.
+_ABANDONED = "its snapshot is abandoned"
 
 
 @dataclass(frozen=True)
@@ -72,46 +75,25 @@ class HelperJob:
     parent: int  # the connector process's id
 
 
-class _Reports(logging.handlers.QueueHandler):
-    """A helper's log records, tagged, on the queue its reports go to."""
+def snapshot_processes(requested: int, publishing: PublishSettings | None) -> int:
+    """How many processes a snapshot uses: the connector file's `snapshot_processes`, cut to
+    the worker's `max_snapshot_processes`."""
+    most = None if publishing is None else publishing.connect.max_snapshot_processes
+    return allowed_processes(requested, most, setting="snapshot_processes",
+                             limit="HUB_CONNECT_MAX_SNAPSHOT_PROCESSES")  # fmt: skip
 
-    def enqueue(self, record: logging.LogRecord) -> None:
-        self.queue.put_nowait(("log", record))
 
-
-def allowed_processes(requested: int, publishing: PublishSettings | None) -> int:
-    """How many processes a snapshot uses: `requested` (the connector file's
-    `snapshot_processes`), cut to the worker's `max_snapshot_processes`; 1 where the runtime
-    cannot wire helper processes."""
-    if requested == 1:
-        return 1
-    if publishing is None:
-        log.warning("snapshot_processes is %d, but this runtime cannot start helper "
-                    "processes; the snapshot is read by one", requested)  # fmt: skip
-        return 1
-    most = publishing.connect.max_snapshot_processes
-    if requested > most:
-        log.warning("snapshot_processes is %d; this worker allows at most %d "
-                    "(HUB_CONNECT_MAX_SNAPSHOT_PROCESSES)", requested, most)  # fmt: skip
-        return most
-    return requested
+def start_helpers(jobs: list[HelperJob], context: SourceContext) -> HelperProcesses:
+    """One helper process per job, publishing its shares of the snapshot."""
+    return HelperProcesses("snapshot", run_helper, [(job,) for job in jobs], context,
+                           name=jobs[0].connector)  # fmt: skip
 
 
 def run_helper(job: HelperJob, reports: Any, resumed: Any) -> None:
     """A helper process's body: publish every share of `job` while `resumed` is set, then say
     how it ended."""
-    root = logging.getLogger()
-    root.handlers[:] = [_Reports(reports)]
-    root.setLevel(job.log_level)
-    try:
-        published = _publish_shares(job, reports, resumed)
-    except BaseException as exc:
-        log.debug("snapshot helper %d failed", job.number, exc_info=True)
-        retryable = isinstance(exc, HubError) and exc.retryable
-        code = int(exc.code) if isinstance(exc, HubError) else None
-        reports.put(("failed", job.number, retryable, code, f"{type(exc).__name__}: {exc}"))
-        return
-    reports.put(("done", job.number, published))
+    report_logs(reports, job.log_level)
+    report_end(reports, job.number, lambda: _publish_shares(job, reports, resumed))
 
 
 def _publish_shares(job: HelperJob, reports: Any, resumed: Any) -> int:
@@ -160,7 +142,7 @@ def _publish_shares(job: HelperJob, reports: Any, resumed: Any) -> int:
                         records=records,
                         value_schema=share.schema_text,
                     )
-                    _wait_for_connector(resumed, job.parent)
+                    wait_for_connector(resumed, job.parent, what=_ABANDONED)
                     dead_lettered = sink.publish(batch, stop=never)
                     published += len(records)
                     reports.put(("batch", job.number, share.topic, len(records), dead_lettered))
@@ -174,121 +156,6 @@ def _publish_shares(job: HelperJob, reports: Any, resumed: Any) -> int:
     return published
 
 
-def _wait_for_connector(resumed: Any, parent: int) -> None:
-    """Return once the connector is resumed; raise if its process is gone (killed: the next
-    run takes the snapshot again, so this share's rows are not needed)."""
-    while True:
-        if os.getppid() != parent:
-            raise CdcSourceUnavailable("the connector process ended; its snapshot is abandoned")
-        if resumed.wait(0.5):
-            return
-
-
 def _pages_text(pages: PageRange) -> str:
     first, end = pages
     return f"{first}-{end - 1}" if end is not None else f"{first} to the end"
-
-
-class SnapshotHelpers:
-    """The helper processes of one snapshot: started together, watched, stopped together."""
-
-    def __init__(self, jobs: list[HelperJob], context: SourceContext) -> None:
-        self._reports: Any = _SPAWN.Queue()
-        self._resumed: Any = _SPAWN.Event()
-        self._processes = [
-            _SPAWN.Process(
-                target=run_helper,
-                args=(job, self._reports, self._resumed),
-                name=f"{job.connector}-snapshot-{job.number}",
-                daemon=True,
-            )
-            for job in jobs
-        ]
-        self._done: set[int] = set()
-        for process in self._processes:
-            process.start()
-        log.info("snapshot: %d helper process(es) started", len(self._processes))
-        # The connector's pause, told to the helpers by a thread: the connector's own reading
-        # may be waiting in a paused `emit`.
-        self._closed = threading.Event()
-        self._pauses = threading.Thread(
-            target=self._follow_pauses, args=(context,), name="snapshot-pauses", daemon=True
-        )
-        self._pauses.start()
-
-    def _follow_pauses(self, context: SourceContext) -> None:
-        while True:
-            if context.paused:
-                self._resumed.clear()
-            else:
-                self._resumed.set()
-            if self._closed.wait(0.2):
-                return
-
-    def collect(self, context: SourceContext) -> None:
-        """Take in what the helpers reported; raise the first failure among them."""
-        while True:
-            try:
-                report = self._reports.get_nowait()
-            except queue.Empty:
-                break
-            self._take(report, context)
-        for number, process in enumerate(self._processes, start=1):
-            if number not in self._done and process.exitcode is not None:
-                self._drain_after_exit(context)
-                if number not in self._done:
-                    raise CdcSourceUnavailable(
-                        f"snapshot helper {number} ended (exit code {process.exitcode}) before "
-                        "its share was published; the snapshot is taken again"
-                    )
-
-    def wait(self, context: SourceContext) -> None:
-        """Until every helper published its share; `context.sleep` raises on stop."""
-        while len(self._done) < len(self._processes):
-            self.collect(context)
-            if len(self._done) < len(self._processes):
-                context.sleep(0.1)
-
-    def close(self) -> None:
-        """Stop helpers that are still running (after a failure or a stop); wait for them."""
-        self._closed.set()
-        self._pauses.join()
-        for process in self._processes:
-            if process.is_alive():
-                process.terminate()
-        for process in self._processes:
-            process.join(timeout=10)
-        self._reports.close()
-        self._reports.cancel_join_thread()
-
-    def _drain_after_exit(self, context: SourceContext) -> None:
-        # A helper's last reports may still be in the queue's pipe when its exit is seen.
-        deadline = time.monotonic() + 1.0
-        while time.monotonic() < deadline:
-            try:
-                report = self._reports.get(timeout=0.1)
-            except queue.Empty:
-                return
-            self._take(report, context)
-
-    def _take(self, report: tuple[Any, ...], context: SourceContext) -> None:
-        kind = report[0]
-        if kind == "log":
-            record: logging.LogRecord = report[1]
-            logging.getLogger(record.name).handle(record)
-        elif kind == "batch":
-            _, _, topic, records, dead_lettered = report
-            context.published_elsewhere(
-                topic, records=records - dead_lettered, dead_lettered=dead_lettered
-            )
-        elif kind == "done":
-            _, number, published = report
-            self._done.add(number)
-            log.info("snapshot helper %d published %d row(s)", number, published)
-        elif kind == "failed":
-            _, number, retryable, code, message = report
-            self._done.add(number)
-            error_code = ErrorCode(code) if code is not None else None
-            if retryable:
-                raise TransientError(f"snapshot helper {number}: {message}", code=error_code)
-            raise TerminalError(f"snapshot helper {number}: {message}", code=error_code)

@@ -3,7 +3,8 @@
 Position: one source partition per slot. Its offset is the end LSN of the last transaction whose
 every event Kafka acknowledged (`lsn`, `txId`) and whether the snapshot finished. The slot's
 confirmed flush LSN is moved to that offset only after the runtime committed it, so a crash
-replays (at-least-once; duplicates carry the same `source.lsn`) and never skips.
+replays (at-least-once; duplicates carry the same `source.lsn`) and never skips. With
+`stream_processes` above 1, the offset is the lowest every process reached (`stream_helpers`).
 
 A lost connection (the server restarting, the network gone) is `CdcSourceUnavailable`, a
 transient failure: the task builds a new source, which reconnects and resumes from the stored
@@ -19,10 +20,11 @@ from typing import Any
 
 from catalog.types import FeedKind, TeamName
 from connectors.postgres.catalog import Catalog, connect
-from connectors.postgres.changes import CapturedTable, ChangeDecoder, Pending
+from connectors.postgres.changes import CapturedTable, ChangeDecoder, Pending, Shares
 from connectors.postgres.config import PostgresCdcConnector, PostgresCdcSource
 from connectors.postgres.envelope import Origin, key_schema, source_block
 from connectors.postgres.errors import CONNECTION_ERRORS, CdcSetupError, connection_failure
+from connectors.postgres.helpers import HelperProcesses
 from connectors.postgres.pgoutput import format_lsn
 from connectors.postgres.publishing import BatchPublisher
 from connectors.postgres.snapshot import (
@@ -37,10 +39,11 @@ from connectors.postgres.snapshot import (
 from connectors.postgres.snapshot_helpers import (
     HelperJob,
     Share,
-    SnapshotHelpers,
-    allowed_processes,
+    snapshot_processes,
+    start_helpers,
 )
 from connectors.postgres.stream import ReplicationStream
+from connectors.postgres.stream_helpers import StreamHelpers, StreamJob, stream_processes
 from connectors.runtime import Batch, SourceContext
 from hub_core.naming import topic_name
 from publish.feeds import FeedSpec
@@ -166,12 +169,14 @@ class PostgresCdc:
             return
         resume = int(stored["lsn"]) if stored and stored.get("lsn") is not None else point
         offset = dict(stored) if stored else {"lsn": resume, "txId": None, "snapshot_done": False}
+        processes = stream_processes(config.stream_processes, context.publishing)
         decoder = ChangeDecoder(
             tables,
             origin=origin,
             resume_lsn=resume,
             describe=catalog.table,
             lookup_type=catalog.pg_type,
+            shares=Shares(0, processes) if processes > 1 else None,
         )
         stream.start(
             config.slot,
@@ -179,7 +184,37 @@ class PostgresCdc:
             start_lsn=resume,
             status_seconds=config.heartbeat_seconds,
         )
-        _Streamer(self, context, catalog, stream, decoder, offset).loop()
+        helpers = None
+        if processes > 1:
+            helpers = StreamHelpers(self._stream_jobs(context, origin, resume, processes), context)
+        try:
+            _Streamer(self, context, catalog, stream, decoder, offset, helpers).loop()
+        finally:
+            if helpers is not None:
+                helpers.close()
+
+    def _stream_jobs(
+        self, context: SourceContext, origin: Origin, resume: int, processes: int
+    ) -> list[StreamJob]:
+        assert context.publishing is not None
+        return [
+            StreamJob(
+                number=number,
+                processes=processes,
+                connector=context.name,
+                dsn=self._dsn,
+                origin=origin,
+                topics={qualified: self.topic(qualified) for qualified in self._source.tables},
+                resume_lsn=resume,
+                max_batch_events=self._source.max_batch_events,
+                max_batch_seconds=self._source.max_batch_seconds,
+                partition=self._partition,
+                publishing=context.publishing,
+                log_level=logging.getLogger().getEffectiveLevel(),
+                parent=os.getpid(),
+            )
+            for number in range(1, processes)
+        ]
 
     def _snapshot(
         self,
@@ -201,13 +236,13 @@ class PostgresCdc:
         )
         running = {"lsn": point, "txId": None, "snapshot_done": False}
         publisher = BatchPublisher(context, name=config.slot)
-        helpers: SnapshotHelpers | None = None
+        helpers: HelperProcesses | None = None
         try:
             with connect(self._dsn) as conn:
                 begin_snapshot(conn, exported)
                 shares = self._shares(context, conn, tables)
                 if len(shares) > 1:
-                    helpers = SnapshotHelpers(
+                    helpers = start_helpers(
                         self._helper_jobs(
                             context,
                             export_snapshot(conn),
@@ -247,6 +282,8 @@ class PostgresCdc:
                     log.info("snapshot of %s read", qualified)
                 if helpers is not None:
                     helpers.wait(context)  # the last event comes after every helper's rows
+                    for number, published in sorted(helpers.done.items()):
+                        log.info("snapshot helper %d published %d row(s)", number, published)
                 conn.execute("COMMIT")
             done = {"lsn": point, "txId": None, "snapshot_done": True}
             if held is None:
@@ -278,7 +315,7 @@ class PostgresCdc:
         `snapshot_processes` asks for more and the task can wire helper processes. The last
         share, open at its end, is the connector's own: a table of fewer pages than processes
         is read by the connector alone, and its last row is the snapshot's last event."""
-        processes = allowed_processes(self._source.snapshot_processes, context.publishing)
+        processes = snapshot_processes(self._source.snapshot_processes, context.publishing)
         if processes == 1:
             return [{}]
         ranges = {
@@ -336,7 +373,9 @@ class PostgresCdc:
 
 class _Streamer:
     """The streaming loop: read, decode, publish in batches (on the publisher's thread, while
-    the next changes are read), confirm what Kafka holds, heartbeat."""
+    the next changes are read), confirm what Kafka holds, heartbeat. With stream helpers, every
+    message read goes on to them too, and the position committed is the lowest of this
+    process's and theirs (`stream_helpers`)."""
 
     def __init__(
         self,
@@ -346,8 +385,10 @@ class _Streamer:
         stream: ReplicationStream,
         decoder: ChangeDecoder,
         offset: dict[str, Any],
+        helpers: StreamHelpers | None = None,
     ) -> None:
         self._config = owner.source_config
+        self._helpers = helpers
         self._partition = owner.partition
         self._any_topic = owner.topic(self._config.tables[0])
         self._context = context
@@ -370,9 +411,12 @@ class _Streamer:
 
     def _loop(self, publisher: BatchPublisher) -> None:
         config = self._config
+        helpers = self._helpers
         while True:
             message = self._stream.read()
             if message is not None:
+                if helpers is not None:
+                    helpers.add(message.payload, message.lsn)
                 commit = self._decoder.handle(message.payload, message.lsn, self._pending)
                 if commit is not None:
                     self._done = {
@@ -388,9 +432,12 @@ class _Streamer:
                     self._flush(publisher)
                 continue
             # Nothing waiting on the socket: publish what is buffered, then idle briefly.
+            if helpers is not None:
+                helpers.send()
+                helpers.collect()
             if self._pending.count:
                 self._flush(publisher)
-            elif self._done["lsn"] > self._submitted["lsn"] and (
+            elif self._target()["lsn"] > self._submitted["lsn"] and (
                 time.monotonic() >= self._next_beat
             ):
                 self._flush(publisher)  # transactions that touched no captured table move on
@@ -404,7 +451,9 @@ class _Streamer:
         """Hand the buffered events to the publisher, one batch per topic."""
         batches = list(self._pending.batches.items())
         self._pending.clear()
-        target = dict(self._done)
+        if self._helpers is not None:
+            self._helpers.collect()
+        target = self._target()
         if not batches:
             publisher.submit(Batch(topic=self._any_topic, partition=self._partition, offset=target))
         for index, ((topic, schema_text), records) in enumerate(batches):
@@ -421,6 +470,13 @@ class _Streamer:
                 )
             )
         self._submitted = target
+
+    def _target(self) -> dict[str, Any]:
+        """The position every event before it is in Kafka once this process's buffered events
+        are: the last transaction read, or the lowest a helper's share reached."""
+        if self._helpers is None or self._helpers.lowest >= self._done["lsn"]:
+            return dict(self._done)
+        return {**self._done, "lsn": self._helpers.lowest, "txId": None}
 
     def _confirm_published(self, publisher: BatchPublisher) -> None:
         """Confirm to the server the position the offset store now holds, once it moved."""

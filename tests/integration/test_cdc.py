@@ -311,7 +311,7 @@ def test_a_snapshot_helper_that_dies_makes_the_snapshot_start_again(
     file = cdc.connector_file("killed", dsn, ["public.lots"], snapshot_processes=2)
     topic = "cdc.killed.public.lots"
     with cdc.running(file, dsn) as process:
-        helper = _snapshot_helper(process.pid, timeout_s=60)
+        helper = _helper_process(process.pid, timeout_s=60)
         os.kill(helper, signal.SIGKILL)  # it is still wiring its publish path: nothing published
         wait_for(
             lambda: (
@@ -343,8 +343,128 @@ def test_a_snapshot_helper_that_dies_makes_the_snapshot_start_again(
     assert (5,) not in state and len(state) == 1999
 
 
-def _snapshot_helper(parent: int, *, timeout_s: float) -> int:
-    """The pid of the first snapshot helper process `parent` starts (multiprocessing's spawn)."""
+def test_a_stream_in_several_processes_keeps_each_rows_events_in_order(
+    cdc: CdcEnvironment, postgres_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`stream_processes: 3`: helpers publish the changes of their share of the keys; every
+    event arrives once, each row's in the order they were made, a changed key is deleted and
+    created, a table without a key still streams, and the slot's position moves on."""
+    monkeypatch.setenv("HUB_CONNECT_MAX_STREAM_PROCESSES", "3")  # more than CI's 2 cores
+    dsn = libpq_url(postgres_database)
+    _execute(
+        dsn,
+        "CREATE TABLE ledger (id bigint PRIMARY KEY, balance int NOT NULL)",
+        "INSERT INTO ledger SELECT g, 0 FROM generate_series(1, 5) g",
+        "CREATE TABLE notes (body text)",  # no key: the connector's own share
+    )
+    file = cdc.connector_file("shared", dsn, ["public.ledger", "public.notes"], stream_processes=3)
+    ledger, notes = "cdc.shared.public.ledger", "cdc.shared.public.notes"
+    with cdc.running(file, dsn):
+        wait_for(lambda: len(_safe_read(cdc, ledger)) >= 5, timeout_s=90, what="the snapshot")
+        wait_for(
+            lambda: "stream: 2 helper process(es) started" in cdc.log_of(file),
+            timeout_s=30,
+            what="the stream helpers",
+        )
+        _execute(
+            dsn,
+            "INSERT INTO ledger SELECT g, 0 FROM generate_series(6, 400) g",
+            *["UPDATE ledger SET balance = balance + 1"] * 3,
+            "UPDATE ledger SET id = id + 1000 WHERE id <= 30",
+            "DELETE FROM ledger WHERE id BETWEEN 100 AND 119",
+            "INSERT INTO notes VALUES ('a'), ('b')",
+        )
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            (written,) = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone() or ("",)
+        expected = 5 + 395 + 3 * 400 + 30 * 3 + 20 * 2
+        wait_for(
+            lambda: len(_safe_read(cdc, ledger)) >= expected and len(_safe_read(cdc, notes)) >= 2,
+            timeout_s=120,
+            what="every change",
+        )
+        wait_for(
+            lambda: (
+                _metric(
+                    cdc, "hub_connector_records_published_total", connector="shared", topic=ledger
+                )
+                == expected
+            ),
+            timeout_s=30,
+            what="every published record counted in /metrics",
+        )
+        wait_for(
+            lambda: _slot_confirmed_past(dsn, "shared_slot", written),
+            timeout_s=60,
+            what="the slot confirmed past the last change",
+        )
+        events, note_events = cdc.read(ledger), cdc.read(notes)
+    assert len(events) == expected  # each event once
+    by_key: dict[int, list[Event]] = {}
+    for event in events:
+        assert event.key is not None
+        by_key.setdefault(event.key["id"], []).append(event)
+    for key, its in by_key.items():
+        if key > 1000:
+            continue  # created by a key change, after the updates
+        balances = [e.value["after"]["balance"] for e in its if e.value and e.value["op"] == "u"]
+        assert balances == [1, 2, 3], f"row {key}: {_ops(its)} {balances}"
+    assert _ops(by_key[3]) == ["r", "u", "u", "u", "d", "tombstone"]
+    created = by_key[1007][0].value
+    assert _ops(by_key[1007]) == ["c"] and created is not None and created["after"]["balance"] == 3
+    assert _ops(by_key[110]) == ["c", "u", "u", "u", "d", "tombstone"]
+    state = replay(events)
+    alive = [*range(31, 100), *range(120, 401), *range(1001, 1031)]
+    assert state == {(i,): {"id": i, "balance": 3} for i in alive}
+    assert sorted(e.value["after"]["body"] for e in note_events if e.value) == ["a", "b"]
+
+
+def test_a_stream_helper_that_dies_makes_the_stream_start_again_from_the_lowest_position(
+    cdc: CdcEnvironment, postgres_database: str
+) -> None:
+    """A stream helper killed mid-stream: the connector's stream fails as transient, starts
+    again from the position every process had reached, and no change is lost."""
+    dsn = libpq_url(postgres_database)
+    _execute(dsn, "CREATE TABLE tally (id int PRIMARY KEY, n int NOT NULL)")
+    file = cdc.connector_file("tally", dsn, ["public.tally"], stream_processes=2)
+    topic = "cdc.tally.public.tally"
+    with cdc.running(file, dsn) as process:
+        helper = _helper_process(process.pid, timeout_s=60)
+        _execute(dsn, "INSERT INTO tally SELECT g, 0 FROM generate_series(1, 200) g")
+        wait_for(lambda: len(_safe_read(cdc, topic)) >= 200, timeout_s=90, what="the inserts")
+        os.kill(helper, signal.SIGKILL)
+        _execute(dsn, "UPDATE tally SET n = 1")
+        wait_for(
+            lambda: (
+                "stream: 1 helper process(es) started"
+                in cdc.log_of(file).split("ended (exit code -9)", 1)[-1]
+            ),
+            timeout_s=90,
+            what="the stream to start again with a new helper",
+        )
+        wait_for(
+            lambda: (
+                replay(_safe_read(cdc, topic)) == {(i,): {"id": i, "n": 1} for i in range(1, 201)}
+            ),
+            timeout_s=90,
+            what="every update, after the restart",
+        )
+    log = cdc.log_of(file)
+    assert "stream helper 1 ended (exit code -9) before its share was published" in log
+    assert "transient failure" in log  # retried, not FAILED
+
+
+def _slot_confirmed_past(dsn: str, slot: str, lsn: str) -> bool:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT confirmed_flush_lsn >= %s::pg_lsn FROM pg_replication_slots "
+            "WHERE slot_name = %s",
+            (lsn, slot),
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def _helper_process(parent: int, *, timeout_s: float) -> int:
+    """The pid of the first helper process `parent` starts (multiprocessing's spawn)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -356,4 +476,4 @@ def _snapshot_helper(parent: int, *, timeout_s: float) -> int:
             if ppid == parent and b"spawn_main" in command:
                 return int(stat.parent.name)
         time.sleep(0.02)
-    raise AssertionError(f"no snapshot helper process started within {timeout_s:.0f}s")
+    raise AssertionError(f"no helper process started within {timeout_s:.0f}s")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from connectors.postgres.changes import CapturedTable, ChangeDecoder, Pending
+from connectors.postgres.changes import CapturedTable, ChangeDecoder, Pending, Shares
 from connectors.postgres.envelope import (
     UNAVAILABLE,
     UNCHANGED_HEADER,
@@ -150,3 +150,123 @@ def test_changes_of_a_transaction_before_the_resume_position_are_skipped() -> No
                     _commit(2000)):  # fmt: skip
         decoder.handle(message, 1000, pending)
     assert pending.count == 0
+
+
+# -- shares of a stream read by several processes (`stream_processes`) ------------------------
+
+
+def _shared_stream() -> list[bytes]:
+    """A transaction touching many keys: inserts, updates with and without an old tuple, a key
+    change, a delete, and a truncate."""
+    messages = [_begin(9000, 8), _relation()]
+    for id_ in range(1, 41):
+        messages.append(_change(b"I", b"N", pg_tuple(str(id_), "1", "1.00", "new", NOON)))
+    for id_ in range(1, 41):
+        messages.append(_change(b"U", b"N", pg_tuple(str(id_), "2", "2.00", "paid", NOON)))
+    for id_ in range(1, 11):  # keys change: 1 -> 101, ...
+        messages.append(
+            _change(
+                b"U",
+                b"K",
+                pg_tuple(str(id_), None, None, None, None),
+                b"N",
+                pg_tuple(str(id_ + 100), "2", "2.00", "paid", NOON),
+            )
+        )
+    for id_ in range(11, 16):
+        messages.append(_change(b"D", b"K", pg_tuple(str(id_), None, None, None, None)))
+    messages.append(b"T" + struct.pack(">iBI", 1, 0, RELATION_ID))
+    messages.append(_commit(9000))
+    return messages
+
+
+def _decode_share(messages: list[bytes], shares: Shares | None) -> list[IncomingRecord]:
+    table = CapturedTable(topic="cdc.shop.public.orders", shape=SHAPE)
+    decoder = ChangeDecoder(
+        {"public.orders": table},
+        origin=Origin(name="shop", db="shop"),
+        resume_lsn=0,
+        describe=lambda _qualified: SHAPE,
+        lookup_type=lambda oid: pytest.fail(f"type {oid} looked up"),
+        shares=shares,
+    )
+    pending = Pending()
+    for position, message in enumerate(messages, start=1000):
+        decoder.handle(message, position, pending)
+    return [record for records in pending.batches.values() for record in records]
+
+
+def _events(records: list[IncomingRecord]) -> list[tuple[Any, str | None, int]]:
+    """(key, op or None for a tombstone, the change's LSN) per record, in order."""
+    return [(r.key, r.value and r.value["op"], r.value and r.value["source"]["lsn"])
+            for r in records]  # fmt: skip
+
+
+def test_shares_of_a_stream_publish_every_event_once_each_rows_in_order() -> None:
+    messages = _shared_stream()
+    whole = _events(_decode_share(messages, None))
+    shares = [_events(_decode_share(messages, Shares(index, 3))) for index in range(3)]
+
+    assert sorted(map(repr, whole)) == sorted(repr(e) for share in shares for e in share)
+    assert all(len(share) > 10 for share in shares)  # the keys spread over the processes
+    for share in shares:  # a row's events in one share, in the stream's order
+        for event in share:
+            assert [e for e in whole if e[0] == event[0]] == [e for e in share if e[0] == event[0]]
+    truncates = [[e for e in share if e[1] == "t"] for share in shares]
+    assert [len(t) for t in truncates] == [1, 0, 0]  # the first process's
+
+
+def test_a_changed_key_is_deleted_by_its_old_keys_share_and_created_by_its_new_keys() -> None:
+    messages = [
+        _begin(9000, 8),
+        _relation(),
+        _change(
+            b"U",
+            b"K",
+            pg_tuple("1", None, None, None, None),
+            b"N",
+            pg_tuple("3", "42", "13.50", "paid", NOON),
+        ),
+        _commit(9000),
+    ]
+    owner_old, owner_new = Shares(0, 64).owner(b"1"), Shares(0, 64).owner(b"3")
+    assert owner_old != owner_new  # the two keys fall in different shares of 64
+    old = _events(_decode_share(messages, Shares(owner_old, 64)))
+    new = _events(_decode_share(messages, Shares(owner_new, 64)))
+    assert [(k, op) for k, op, _ in old] == [({"id": 1}, "d"), ({"id": 1}, None)]
+    assert [(k, op) for k, op, _ in new] == [({"id": 3}, "c")]
+
+
+def test_a_table_keyed_by_text_is_the_first_processs_alone() -> None:
+    columns = [("code", 25, -1), ("qty", 23, -1)]
+    shape = TableShape(
+        schema="public",
+        table="stock",
+        columns=tuple(
+            TableColumn(name=n, type=column_type(o, m), type_oid=o) for n, o, m in columns
+        ),
+        primary_key=("code",),
+    )
+    relation = b"R" + struct.pack(">I", RELATION_ID) + pg_string("public") + pg_string("stock")
+    relation += b"d" + struct.pack(">h", 2)
+    for name, oid, modifier in columns:
+        relation += bytes([name == "code"]) + pg_string(name) + struct.pack(">Ii", oid, modifier)
+    messages = [_begin(9000, 8), relation]
+    messages += [_change(b"I", b"N", pg_tuple(f"k{i}", "1")) for i in range(20)]
+    messages.append(_commit(9000))
+
+    def decoded(shares: Shares) -> int:
+        decoder = ChangeDecoder(
+            {"public.stock": CapturedTable(topic="cdc.shop.public.stock", shape=shape)},
+            origin=Origin(name="shop", db="shop"),
+            resume_lsn=0,
+            describe=lambda _qualified: shape,
+            lookup_type=lambda oid: pytest.fail(f"type {oid} looked up"),
+            shares=shares,
+        )
+        pending = Pending()
+        for position, message in enumerate(messages, start=1000):
+            decoder.handle(message, position, pending)
+        return pending.count
+
+    assert [decoded(Shares(index, 2)) for index in range(2)] == [20, 0]

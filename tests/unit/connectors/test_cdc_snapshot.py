@@ -1,5 +1,5 @@
 """How a snapshot is split among processes: page ranges that cover a table once, and no more
-processes than the worker allows."""
+processes than the worker allows (for a snapshot, and for a stream)."""
 
 import itertools
 import os
@@ -7,7 +7,8 @@ import os
 import pytest
 
 from connectors.postgres.snapshot import page_ranges
-from connectors.postgres.snapshot_helpers import allowed_processes
+from connectors.postgres.snapshot_helpers import snapshot_processes
+from connectors.postgres.stream_helpers import stream_processes
 from connectors.settings import ConnectSettings, PublishSettings
 from hub_kafka.settings import KafkaSettings
 from registry.settings import RegistrySettings
@@ -45,11 +46,23 @@ def _publishing(most: int) -> PublishSettings:
 
 
 def test_a_connector_file_cannot_take_more_processes_than_the_worker_allows() -> None:
-    assert allowed_processes(32, _publishing(2)) == 2  # cut: the host is shared
-    assert allowed_processes(2, _publishing(4)) == 2
-    assert allowed_processes(1, _publishing(4)) == 1
-    assert allowed_processes(4, None) == 1  # no way to wire helpers: the connector alone
+    assert snapshot_processes(32, _publishing(2)) == 2  # cut: the host is shared
+    assert snapshot_processes(2, _publishing(4)) == 2
+    assert snapshot_processes(1, _publishing(4)) == 1
+    assert snapshot_processes(4, None) == 1  # no way to wire helpers: the connector alone
 
 
 def test_the_worker_allows_its_hosts_cores_by_default() -> None:
     assert ConnectSettings().max_snapshot_processes == (os.cpu_count() or 1)
+
+
+def test_a_connector_file_cannot_take_more_stream_processes_than_the_worker_allows() -> None:
+    publishing = PublishSettings(
+        registry=RegistrySettings(database_url="sqlite://"),
+        kafka=KafkaSettings(),
+        connect=ConnectSettings(max_stream_processes=2),
+    )
+    assert stream_processes(8, publishing) == 2
+    assert stream_processes(2, publishing) == 2
+    assert stream_processes(3, None) == 1
+    assert ConnectSettings().max_stream_processes == (os.cpu_count() or 1)

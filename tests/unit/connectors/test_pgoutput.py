@@ -116,3 +116,25 @@ def test_lsn_text_form_round_trips() -> None:
     assert parse_lsn("16/B374D848") == 0x16_B374D848
     assert format_lsn(0x16_B374D848) == "16/B374D848"
     assert format_lsn(parse_lsn("0/0")) == "0/0"
+
+
+def test_row_keys_are_read_from_each_kind_of_change_without_decoding_it() -> None:
+    relation = struct.pack(">I", 7)
+    keys = pgoutput.row_keys_at
+    assert keys(b"I" + relation + b"N" + pg_tuple("5", "x", "9"), (0, 2)) == (None, b"5\x009")
+    assert keys(b"U" + relation + b"N" + pg_tuple("5", "y", "9"), (0, 2)) == (None, b"5\x009")
+    changed = b"U" + relation + b"K" + pg_tuple("5", None, "9") + b"N" + pg_tuple("6", "y", "9")
+    assert keys(changed, (0, 2)) == (b"5\x009", b"6\x009")
+    full = b"U" + relation + b"O" + pg_tuple("5", "old", "9") + b"N" + pg_tuple("5", "y", "9")
+    assert keys(full, (0, 2)) == (b"5\x009", b"5\x009")
+    deleted = b"D" + relation + b"K" + pg_tuple("5", None, "9")
+    assert keys(deleted, (0, 2)) == (b"5\x009", b"5\x009")
+    # A key column null or not sent: no key to tell the row by.
+    assert keys(b"I" + relation + b"N" + pg_tuple(None, "x", "9"), (0,)) == (
+        None,
+        pgoutput.UNKNOWN_KEY,
+    )
+    unsent = b"U" + relation + b"N" + pg_tuple(UNCHANGED_TOAST, "x", "9")
+    assert keys(unsent, (0,)) == (None, pgoutput.UNKNOWN_KEY)
+    with pytest.raises(PgOutputError):
+        keys(b"U" + relation + b"X", (0,))
