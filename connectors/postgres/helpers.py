@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from connectors.postgres.errors import CdcSourceUnavailable
-from connectors.runtime import SourceContext
+from connectors.runtime import FeedSink, SourceContext
+from connectors.settings import PublishSettings
 from hub_core.errors import ErrorCode, HubError, TerminalError, TransientError
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,27 @@ def report_end(reports: Any, number: int, work: Callable[[], int]) -> None:
         reports.put(("failed", number, retryable, code, f"{type(exc).__name__}: {exc}"))
         return
     reports.put(("done", number, result))
+
+
+def publish_path(connector: str, settings: PublishSettings) -> tuple[Any, FeedSink]:
+    """In a helper process: its own publish path, wired from the settings the connector process
+    was wired with; the services (to close when done) and a sink that publishes without
+    committing positions."""
+    # Imported here: the connector process has these loaded already; a helper loads them once.
+    from connectors.worker import settle_garbage_collector
+    from publish.services import publish_services
+
+    services = publish_services(settings.registry, settings.kafka)
+    settle_garbage_collector(settings.connect)
+    sink = FeedSink(
+        connector,
+        feeds=services.feeds,
+        registry=services.registry,
+        publisher=services.publisher,
+        offsets=None,
+        settings=settings.connect,
+    )
+    return services, sink
 
 
 def wait_for_connector(resumed: Any, parent: int, *, what: str) -> None:

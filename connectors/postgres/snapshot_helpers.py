@@ -31,12 +31,13 @@ from connectors.postgres.errors import CONNECTION_ERRORS, connection_failure
 from connectors.postgres.helpers import (
     HelperProcesses,
     allowed_processes,
+    publish_path,
     report_end,
     report_logs,
     wait_for_connector,
 )
 from connectors.postgres.snapshot import PageRange, begin_snapshot, read_table, snapshot_records
-from connectors.runtime import Batch, FeedSink, SourceContext
+from connectors.runtime import Batch, SourceContext
 from connectors.settings import PublishSettings
 from hub_core.errors import ErrorCode, TerminalError
 
@@ -97,21 +98,7 @@ def run_helper(job: HelperJob, reports: Any, resumed: Any) -> None:
 
 
 def _publish_shares(job: HelperJob, reports: Any, resumed: Any) -> int:
-    # Imported here: the connector process has these loaded already; a helper loads them once.
-    from connectors.worker import settle_garbage_collector
-    from publish.services import publish_services
-
-    settings = job.publishing
-    services = publish_services(settings.registry, settings.kafka)
-    settle_garbage_collector(settings.connect)
-    sink = FeedSink(
-        job.connector,
-        feeds=services.feeds,
-        registry=services.registry,
-        publisher=services.publisher,
-        offsets=None,
-        settings=settings.connect,
-    )
+    services, sink = publish_path(job.connector, job.publishing)
     never = threading.Event()
     published = 0
     try:

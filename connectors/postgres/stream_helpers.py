@@ -42,6 +42,7 @@ from connectors.postgres.helpers import (
     SPAWN,
     HelperProcesses,
     allowed_processes,
+    publish_path,
     report_end,
     report_logs,
     wait_for_connector,
@@ -228,21 +229,7 @@ class _HelperEmitter:
 
 
 def _publish_share(job: StreamJob, reports: Any, resumed: Any, messages: Connection) -> int:
-    # Imported here: the connector process has these loaded already; a helper loads them once.
-    from connectors.worker import settle_garbage_collector
-    from publish.services import publish_services
-
-    settings = job.publishing
-    services = publish_services(settings.registry, settings.kafka)
-    settle_garbage_collector(settings.connect)
-    sink = FeedSink(
-        job.connector,
-        feeds=services.feeds,
-        registry=services.registry,
-        publisher=services.publisher,
-        offsets=None,
-        settings=settings.connect,
-    )
+    services, sink = publish_path(job.connector, job.publishing)
     emitter = _HelperEmitter(job, sink, reports, resumed)
     try:
         with connect(job.dsn) as conn:

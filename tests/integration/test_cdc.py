@@ -313,14 +313,7 @@ def test_a_snapshot_helper_that_dies_makes_the_snapshot_start_again(
     with cdc.running(file, dsn) as process:
         helper = _helper_process(process.pid, timeout_s=60)
         os.kill(helper, signal.SIGKILL)  # it is still wiring its publish path: nothing published
-        wait_for(
-            lambda: (
-                "snapshot: 1 helper process(es) started"
-                in cdc.log_of(file).split("ended (exit code -9)", 1)[-1]
-            ),
-            timeout_s=90,
-            what="the snapshot to start again with a new helper",
-        )
+        _wait_started_again(cdc, file, "snapshot")
         wait_for(
             lambda: {e.key["id"] for e in _safe_read(cdc, topic) if e.key} == set(range(1, 2001)),
             timeout_s=90,
@@ -433,14 +426,7 @@ def test_a_stream_helper_that_dies_makes_the_stream_start_again_from_the_lowest_
         wait_for(lambda: len(_safe_read(cdc, topic)) >= 200, timeout_s=90, what="the inserts")
         os.kill(helper, signal.SIGKILL)
         _execute(dsn, "UPDATE tally SET n = 1")
-        wait_for(
-            lambda: (
-                "stream: 1 helper process(es) started"
-                in cdc.log_of(file).split("ended (exit code -9)", 1)[-1]
-            ),
-            timeout_s=90,
-            what="the stream to start again with a new helper",
-        )
+        _wait_started_again(cdc, file, "stream")
         wait_for(
             lambda: (
                 replay(_safe_read(cdc, topic)) == {(i,): {"id": i, "n": 1} for i in range(1, 201)}
@@ -451,6 +437,18 @@ def test_a_stream_helper_that_dies_makes_the_stream_start_again_from_the_lowest_
     log = cdc.log_of(file)
     assert "stream helper 1 ended (exit code -9) before its share was published" in log
     assert "transient failure" in log  # retried, not FAILED
+
+
+def _wait_started_again(cdc: CdcEnvironment, file: Path, kind: str) -> None:
+    """Until the connector's log shows its `kind` helper started again after one was killed."""
+    wait_for(
+        lambda: (
+            f"{kind}: 1 helper process(es) started"
+            in cdc.log_of(file).split("ended (exit code -9)", 1)[-1]
+        ),
+        timeout_s=90,
+        what=f"the {kind} to start again with a new helper",
+    )
 
 
 def _slot_confirmed_past(dsn: str, slot: str, lsn: str) -> bool:

@@ -6,6 +6,7 @@ same events, which these tests check against messages of both kinds.
 """
 
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -60,18 +61,28 @@ def _change(tag: bytes, *parts: bytes) -> bytes:
     return tag + struct.pack(">I", RELATION_ID) + b"".join(parts)
 
 
-def _decode(*messages: bytes) -> list[IncomingRecord]:
-    table = CapturedTable(topic="cdc.shop.public.orders", shape=SHAPE)
+def _pending(
+    messages: Sequence[bytes], *, shares: Shares | None = None, shape: TableShape = SHAPE
+) -> Pending:
+    """The events a decoder of `shape`'s table (with `shares`, of its share) makes of
+    `messages`, the first at position 1000."""
+    qualified = f"{shape.schema}.{shape.table}"
     decoder = ChangeDecoder(
-        {"public.orders": table},
+        {qualified: CapturedTable(topic=f"cdc.shop.{qualified}", shape=shape)},
         origin=Origin(name="shop", db="shop"),
         resume_lsn=0,
-        describe=lambda _qualified: SHAPE,
+        describe=lambda _qualified: shape,
         lookup_type=lambda oid: pytest.fail(f"type {oid} looked up"),
+        shares=shares,
     )
     pending = Pending()
     for position, message in enumerate(messages, start=1000):
         decoder.handle(message, position, pending)
+    return pending
+
+
+def _decode(*messages: bytes, shares: Shares | None = None) -> list[IncomingRecord]:
+    pending = _pending(messages, shares=shares)
     return [record for records in pending.batches.values() for record in records]
 
 
@@ -114,19 +125,20 @@ def test_an_update_with_a_value_not_sent_carries_the_marker_and_names_the_column
     assert record.headers == {UNCHANGED_HEADER: "status"}
 
 
-def test_an_update_of_the_key_deletes_the_old_key_and_creates_the_new_one() -> None:
-    records = _decode(
+def _key_changed() -> list[bytes]:
+    """A transaction that changes the key of row 1 to 3."""
+    old_key = pg_tuple("1", None, None, None, None)
+    new_row = pg_tuple("3", "42", "13.50", "paid", NOON)
+    return [
         _begin(2000, 7),
         _relation(),
-        _change(
-            b"U",
-            b"K",
-            pg_tuple("1", None, None, None, None),
-            b"N",
-            pg_tuple("3", "42", "13.50", "paid", NOON),
-        ),
+        _change(b"U", b"K", old_key, b"N", new_row),
         _commit(2000),
-    )
+    ]
+
+
+def test_an_update_of_the_key_deletes_the_old_key_and_creates_the_new_one() -> None:
+    records = _decode(*_key_changed())
     assert [(r.key, r.value and r.value["op"]) for r in records] == [
         ({"id": 1}, "d"),
         ({"id": 1}, None),
@@ -180,22 +192,6 @@ def _shared_stream() -> list[bytes]:
     return messages
 
 
-def _decode_share(messages: list[bytes], shares: Shares | None) -> list[IncomingRecord]:
-    table = CapturedTable(topic="cdc.shop.public.orders", shape=SHAPE)
-    decoder = ChangeDecoder(
-        {"public.orders": table},
-        origin=Origin(name="shop", db="shop"),
-        resume_lsn=0,
-        describe=lambda _qualified: SHAPE,
-        lookup_type=lambda oid: pytest.fail(f"type {oid} looked up"),
-        shares=shares,
-    )
-    pending = Pending()
-    for position, message in enumerate(messages, start=1000):
-        decoder.handle(message, position, pending)
-    return [record for records in pending.batches.values() for record in records]
-
-
 def _events(records: list[IncomingRecord]) -> list[tuple[Any, str | None, int]]:
     """(key, op or None for a tombstone, the change's LSN) per record, in order."""
     return [(r.key, r.value and r.value["op"], r.value and r.value["source"]["lsn"])
@@ -204,8 +200,8 @@ def _events(records: list[IncomingRecord]) -> list[tuple[Any, str | None, int]]:
 
 def test_shares_of_a_stream_publish_every_event_once_each_rows_in_order() -> None:
     messages = _shared_stream()
-    whole = _events(_decode_share(messages, None))
-    shares = [_events(_decode_share(messages, Shares(index, 3))) for index in range(3)]
+    whole = _events(_decode(*messages))
+    shares = [_events(_decode(*messages, shares=Shares(index, 3))) for index in range(3)]
 
     assert sorted(map(repr, whole)) == sorted(repr(e) for share in shares for e in share)
     assert all(len(share) > 10 for share in shares)  # the keys spread over the processes
@@ -217,22 +213,11 @@ def test_shares_of_a_stream_publish_every_event_once_each_rows_in_order() -> Non
 
 
 def test_a_changed_key_is_deleted_by_its_old_keys_share_and_created_by_its_new_keys() -> None:
-    messages = [
-        _begin(9000, 8),
-        _relation(),
-        _change(
-            b"U",
-            b"K",
-            pg_tuple("1", None, None, None, None),
-            b"N",
-            pg_tuple("3", "42", "13.50", "paid", NOON),
-        ),
-        _commit(9000),
-    ]
+    messages = _key_changed()
     owner_old, owner_new = Shares(0, 64).owner(b"1"), Shares(0, 64).owner(b"3")
     assert owner_old != owner_new  # the two keys fall in different shares of 64
-    old = _events(_decode_share(messages, Shares(owner_old, 64)))
-    new = _events(_decode_share(messages, Shares(owner_new, 64)))
+    old = _events(_decode(*messages, shares=Shares(owner_old, 64)))
+    new = _events(_decode(*messages, shares=Shares(owner_new, 64)))
     assert [(k, op) for k, op, _ in old] == [({"id": 1}, "d"), ({"id": 1}, None)]
     assert [(k, op) for k, op, _ in new] == [({"id": 3}, "c")]
 
@@ -255,18 +240,5 @@ def test_a_table_keyed_by_text_is_the_first_processs_alone() -> None:
     messages += [_change(b"I", b"N", pg_tuple(f"k{i}", "1")) for i in range(20)]
     messages.append(_commit(9000))
 
-    def decoded(shares: Shares) -> int:
-        decoder = ChangeDecoder(
-            {"public.stock": CapturedTable(topic="cdc.shop.public.stock", shape=shape)},
-            origin=Origin(name="shop", db="shop"),
-            resume_lsn=0,
-            describe=lambda _qualified: shape,
-            lookup_type=lambda oid: pytest.fail(f"type {oid} looked up"),
-            shares=shares,
-        )
-        pending = Pending()
-        for position, message in enumerate(messages, start=1000):
-            decoder.handle(message, position, pending)
-        return pending.count
-
-    assert [decoded(Shares(index, 2)) for index in range(2)] == [20, 0]
+    counts = [_pending(messages, shares=Shares(i, 2), shape=shape).count for i in range(2)]
+    assert counts == [20, 0]
