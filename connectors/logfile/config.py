@@ -64,6 +64,14 @@ class LogfileSource(BaseModel):
         description="Where to start in a file seen for the first time (no stored position).",
     )
     poll_seconds: float = Field(default=1.0, gt=0, description="Pause between looks at files.")
+    rotate_wait_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        description=(
+            "How long a file renamed or deleted out of `paths` is still read after it was read "
+            "to its end, for the lines its writer adds after the rotation."
+        ),
+    )
     batch_size: int = Field(default=500, gt=0, description="Lines published per batch at most.")
     max_line_bytes: int = Field(
         default=1_048_576,

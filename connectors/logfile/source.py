@@ -48,6 +48,7 @@ class LogfileTailer:
             stored=stored,
             start_at_end=source.start_at == "end",
             max_line_bytes=source.max_line_bytes,
+            rotate_wait_s=source.rotate_wait_seconds,
         )
         try:
             while not context.stopped:

@@ -1,7 +1,9 @@
 """Following files safely: identity by device+inode and a fingerprint, complete lines only.
 
 - Rotation by rename: the open file keeps being read to its end under its new name (or after
-  it left the glob), and the new file at the old path is a new identity read from its start.
+  it left the glob), and the new file at the old path is a new identity read from its start. A
+  file that left the globs stays open `rotate_wait_seconds` after it was first seen read to its
+  end, for the lines its writer adds after the rename (as Fluent Bit's `Rotate_Wait`).
 - Truncation in place (copytruncate): a file shorter than the position, or whose first bytes
   changed, is read again from the start.
 - Positions: the byte offset after the last complete line handed out. A line still being
@@ -12,6 +14,7 @@ import glob
 import hashlib
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -30,6 +33,7 @@ class _Followed:
     fingerprint: str
     fingerprint_bytes: int
     matched: bool = True
+    finished_at: float | None = None  # when it was first seen unmatched and read to its end
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +62,10 @@ class Tailer:
         stored: dict[str, dict[str, Any]],
         start_at_end: bool,
         max_line_bytes: int,
+        rotate_wait_s: float = 5.0,
     ) -> None:
         self._patterns = patterns
+        self._rotate_wait_s = rotate_wait_s
         self._stored = stored  # identity -> stored position
         self._start_at_end = start_at_end
         self._max_line = max_line_bytes
@@ -81,10 +87,15 @@ class Tailer:
             if chunk is not None:
                 chunks.append(chunk)
             elif not followed.matched:
-                # Rotated away or deleted, and read to its end: done with it.
-                log.info("finished %s (%s): no longer matched", followed.path, identity)
-                followed.handle.close()
-                del self._files[identity]
+                # Rotated away or deleted, and read to its end: done with it once its writer
+                # had `rotate_wait_s` to finish.
+                now = time.monotonic()
+                if followed.finished_at is None:
+                    followed.finished_at = now
+                if now - followed.finished_at >= self._rotate_wait_s:
+                    log.info("finished %s (%s): no longer matched", followed.path, identity)
+                    followed.handle.close()
+                    del self._files[identity]
         return chunks
 
     def unread(self) -> dict[str, int]:
@@ -115,6 +126,7 @@ class Tailer:
                         log.info("%s is now %s", known.path, path)
                         known.path = path
                     known.matched = True
+                    known.finished_at = None
                     continue
                 self._follow(identity, path)
 

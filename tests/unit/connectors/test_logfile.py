@@ -80,6 +80,27 @@ def test_rename_rotation_reads_the_old_file_to_its_end_then_the_new_one(tmp_path
     assert _lines(tailer) == []
 
 
+def test_a_line_written_to_a_rotated_file_after_a_look_is_read_within_rotate_wait(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "app.log"
+    log.write_bytes(b"a\n")
+    tailer = Tailer([str(log)], stored={}, start_at_end=False, max_line_bytes=100,
+                    rotate_wait_s=60)  # fmt: skip
+    assert _lines(tailer) == [b"a"]
+    log.rename(tmp_path / "app.log.1")
+    assert _lines(tailer) == []  # a look between the rename and the writer's last line
+    with (tmp_path / "app.log.1").open("ab") as old:
+        old.write(b"late\n")
+    assert _lines(tailer) == [b"late"]
+
+    gone = Tailer([str(tmp_path / "app.log.1")], stored={}, start_at_end=False,
+                  max_line_bytes=100, rotate_wait_s=0)  # fmt: skip
+    assert _lines(gone) == [b"a", b"late"]
+    (tmp_path / "app.log.1").rename(tmp_path / "app.log.2")
+    assert _lines(gone) == [] and gone.unread() == {}  # no wait: closed at once
+
+
 def test_copytruncate_starts_over_and_partial_lines_wait(tmp_path: Path) -> None:
     log = tmp_path / "app.log"
     log.write_bytes(b"first line\nsecond\n")
