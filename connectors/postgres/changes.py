@@ -53,16 +53,18 @@ _FIXED_WIDTH_TYPES = frozenset(
     }
 )  # bool int8 int2 int4 oid float4 float8 money date time timestamp timestamptz timetz uuid
 _NEITHER, _OLD, _NEW, _BOTH = 0, 1, 2, 3  # which of a change's events a process publishes
+EVERY_PROCESS = -1  # `ChangeDecoder.readers` of a message every process reads (all bits set)
 
 
 @dataclass(frozen=True, slots=True)
 class Shares:
     """This process's share of a stream read by `count` processes (`stream_processes`).
 
-    Every process reads every message, in order; each publishes the events of the rows whose
-    key falls in its share (a hash of the key's texts), so a row's events keep their order. A
-    table without such a key (no primary key, a key column that may be left unsent, a replica
-    identity of its own index), and truncates, are the first process's (`index` 0).
+    Every process reads the stream's framing (transactions, Relation messages) and the row
+    changes of its share, in order, and publishes the events of the rows whose key falls in its
+    share (a hash of the key's texts), so a row's events keep their order. A table without such
+    a key (no primary key, a key column that may be left unsent, a replica identity of its own
+    index), and truncates, are the first process's (`index` 0).
 
     The shares are equal, though the first process (the connector's) also reads the stream and
     sends it on: measured with `bench/cdc.py` and 2 processes, giving it half a helper's share
@@ -147,6 +149,9 @@ class ChangeDecoder:
         # process's); and which events of the change at hand this process publishes.
         self._key_positions: dict[int, tuple[int, ...] | None] = {}
         self._sides = _BOTH
+        # The processes the message last handled concerns, a bit per share index: a row change
+        # its key's owners (old and new), anything else every process.
+        self.readers = EVERY_PROCESS
         self._origin = origin
         self._resume_lsn = resume_lsn
         self._describe = describe
@@ -164,8 +169,9 @@ class ChangeDecoder:
 
     def handle(self, data: bytes, lsn: int, pending: Pending) -> pgoutput.Commit | None:
         """Decode one message into `pending`; returns the Commit that ends a transaction."""
+        self.readers = EVERY_PROCESS
         if self._shares is not None and not self._skipping and data[:1] in (b"I", b"U", b"D"):
-            self._sides = self._sides_of(data, self._shares)
+            self._route(data, self._shares)
             if self._sides == _NEITHER:
                 return None
         if not self._skipping and self._row_change(data, lsn, pending):
@@ -197,21 +203,25 @@ class ChangeDecoder:
             self._truncate(message, lsn, pending)
         return None
 
-    def _sides_of(self, data: bytes, shares: Shares) -> int:
-        """Which events of this Insert, Update or Delete are this process's to publish."""
+    def _route(self, data: bytes, shares: Shares) -> None:
+        """Whose share an Insert, Update or Delete is (`readers`), and which of its events are
+        this process's to publish (`_sides`): a key that changed is deleted by its old key's
+        owner and created by its new key's."""
         relation_id = pgoutput.relation_id_of(data)
         if relation_id not in self._key_positions:
-            return _BOTH  # an unknown relation: decoding it says what is wrong
+            self._sides = _BOTH  # an unknown relation: decoding it says what is wrong
+            return
         positions = self._key_positions[relation_id]
-        if positions is None:
-            return _BOTH if shares.index == 0 else _NEITHER
-        old, new = pgoutput.row_keys_at(data, positions)
-        sides = _NEW if shares.owner(new) == shares.index else _NEITHER
-        if old is not None and old != new and shares.owner(old) == shares.index:
-            sides |= _OLD  # a key changed: its old key's delete is the old key's owner's
-        elif old is None or old == new:
-            sides = _BOTH if sides else _NEITHER
-        return sides
+        if positions is None:  # not split: the first process's
+            old_owner = new_owner = 0
+        else:
+            old, new = pgoutput.row_keys_at(data, positions)
+            new_owner = shares.owner(new)
+            old_owner = new_owner if old is None or old == new else shares.owner(old)
+        self.readers = 1 << old_owner | 1 << new_owner
+        self._sides = (_OLD if old_owner == shares.index else _NEITHER) | (
+            _NEW if new_owner == shares.index else _NEITHER
+        )
 
     def _relation(self, message: pgoutput.Relation) -> None:
         qualified = f"{message.schema}.{message.table}"

@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from connectors.postgres.changes import Pending
 from connectors.runtime import Batch
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,38 @@ class BatchPublisher:
             self.check()
             self._waiting.append(batch)
             self._changed.notify_all()
+
+    def submit_pending(
+        self,
+        pending: Pending,
+        *,
+        partition: dict[str, Any],
+        position: Mapping[str, Any],
+        previous: Mapping[str, Any],
+        any_topic: str,
+    ) -> None:
+        """Submit the buffered events, one batch per (topic, schema), and clear `pending`.
+
+        Only the last batch carries `position` (the one reached); the others carry `previous`
+        (the last submitted), so a crash between batches never stores a position whose earlier
+        events are not all in Kafka. With nothing buffered, an empty batch to `any_topic` moves
+        the position on.
+        """
+        batches = list(pending.batches.items())
+        pending.clear()
+        if not batches:
+            self.submit(Batch(topic=any_topic, partition=partition, offset=dict(position)))
+        for index, ((topic, schema_text), records) in enumerate(batches):
+            offset = position if index == len(batches) - 1 else previous
+            self.submit(
+                Batch(
+                    topic=topic,
+                    partition=partition,
+                    offset=dict(offset),
+                    records=records,
+                    value_schema=schema_text,
+                )
+            )
 
     def drain(self) -> None:
         """Wait until every submitted batch is emitted (or raise why one could not be)."""

@@ -415,9 +415,9 @@ class _Streamer:
         while True:
             message = self._stream.read()
             if message is not None:
-                if helpers is not None:
-                    helpers.add(message.payload, message.lsn)
                 commit = self._decoder.handle(message.payload, message.lsn, self._pending)
+                if helpers is not None:
+                    helpers.add(message.payload, message.lsn, self._decoder.readers)
                 if commit is not None:
                     self._done = {
                         "lsn": commit.end_lsn,
@@ -433,7 +433,7 @@ class _Streamer:
                 continue
             # Nothing waiting on the socket: publish what is buffered, then idle briefly.
             if helpers is not None:
-                helpers.send()
+                helpers.send(drained=True)
                 helpers.collect()
             if self._pending.count:
                 self._flush(publisher)
@@ -449,26 +449,16 @@ class _Streamer:
 
     def _flush(self, publisher: BatchPublisher) -> None:
         """Hand the buffered events to the publisher, one batch per topic."""
-        batches = list(self._pending.batches.items())
-        self._pending.clear()
         if self._helpers is not None:
             self._helpers.collect()
         target = self._target()
-        if not batches:
-            publisher.submit(Batch(topic=self._any_topic, partition=self._partition, offset=target))
-        for index, ((topic, schema_text), records) in enumerate(batches):
-            # Only the last batch carries the new position: a crash between batches must not
-            # store a position whose earlier events are not all in Kafka.
-            offset = target if index == len(batches) - 1 else self._submitted
-            publisher.submit(
-                Batch(
-                    topic=topic,
-                    partition=self._partition,
-                    offset=offset,
-                    records=records,
-                    value_schema=schema_text,
-                )
-            )
+        publisher.submit_pending(
+            self._pending,
+            partition=self._partition,
+            position=target,
+            previous=self._submitted,
+            any_topic=self._any_topic,
+        )
         self._submitted = target
 
     def _target(self) -> dict[str, Any]:

@@ -3,13 +3,13 @@
 A slot streams to one connection, and the connector's records go through one interpreter,
 whose lock keeps the stream under one core (about 14 µs of CPU a change: decoding, converting,
 validating, encoding, producing). With `stream_processes` n, the connector still reads the
-stream, and sends every message it reads, unchanged and in order, to n - 1 helper processes, in
-chunks over a pipe each. Every process decodes the transaction framing and the Relation messages
-of the whole stream, but converts and publishes only the changes of its share of the rows: a
-hash of the row's key (`changes.Shares`), read from the message without decoding the rest. A
-row's events all come from one process, in the stream's order; a key that changes is deleted by
-its old key's process and created by its new key's. A table whose key cannot be read from every
-change, and truncates, are the connector's own.
+stream, and sends the messages it reads, unchanged and in order, to n - 1 helper processes, in
+chunks over a pipe each. Each row change goes to the process whose share of the rows it is in:
+a hash of the row's key (`changes.Shares`), read from the message without decoding the rest.
+The transaction framing and the Relation messages go to every process. A row's events all come
+from one process, in the stream's order; a key that changes goes to both keys' processes, and
+is deleted by its old key's and created by its new key's. A table whose key cannot be read from
+every change, and truncates, are the connector's own.
 
 Positions: a helper reports the end of the last transaction whose events of its share Kafka
 acknowledged. The connector commits, and confirms to the server, the lowest of its own and every
@@ -125,21 +125,32 @@ class StreamHelpers:
         ]
         for sender in self._senders:
             sender.start()
-        self._chunk: list[tuple[bytes, int]] = []
+        # Each helper's messages since the last send, and the bit of `readers` that names it.
+        self._chunks: list[tuple[int, list[tuple[bytes, int]]]] = [
+            (1 << job.number, []) for job in jobs
+        ]
+        self._added = 0  # messages read since the last send
 
-    def add(self, payload: bytes, lsn: int) -> None:
-        """One message read from the stream, for every helper."""
-        self._chunk.append((payload, lsn))
-        if len(self._chunk) >= CHUNK_MESSAGES:
-            self.send()
+    def add(self, payload: bytes, lsn: int, readers: int) -> None:
+        """One message read from the stream, for the helpers among `readers` (a bit per share
+        index, `ChangeDecoder.readers`)."""
+        for bit, chunk in self._chunks:
+            if readers & bit:
+                chunk.append((payload, lsn))
+        self._added += 1
+        if self._added >= CHUNK_MESSAGES:
+            self.send(drained=False)
 
-    def send(self) -> None:
-        """Send the messages added since the last time (waits while a helper is behind)."""
-        if not self._chunk:
-            return
-        blob = pickle.dumps(self._chunk, protocol=pickle.HIGHEST_PROTOCOL)
-        self._chunk = []
-        for chunks in self._queues:
+    def send(self, *, drained: bool) -> None:
+        """Send the messages added since the last time (waits while a helper is behind);
+        `drained`: nothing more was waiting on the socket, so a helper publishes what it holds,
+        as the connector does."""
+        self._added = 0
+        for (_, chunk), chunks in zip(self._chunks, self._queues, strict=True):
+            if not chunk:
+                continue
+            blob = pickle.dumps((drained, chunk), protocol=pickle.HIGHEST_PROTOCOL)
+            chunk.clear()
             while True:
                 try:
                     chunks.put(blob, timeout=0.2)
@@ -290,42 +301,27 @@ class _ShareLoop:
                 blob = self._messages.recv_bytes()
             except EOFError:  # the connector closed the stream
                 return
-            messages = pickle.loads(blob)
+            drained, messages = pickle.loads(blob)
             for payload, lsn in messages:
                 commit = self._decoder.handle(payload, lsn, pending)
                 if commit is not None:
                     self._done = commit.end_lsn
                 if pending.count >= job.max_batch_events:
                     self._flush()
-            # A short chunk: the connector found nothing more waiting on its socket, where it
+            # `drained`: the connector found nothing more waiting on its socket, where it
             # publishes what it holds too.
-            drained = len(messages) < CHUNK_MESSAGES
             waited = pending.count and time.monotonic() - pending.since >= job.max_batch_seconds
             if waited or (drained and (pending.count or self._done > self._submitted)):
                 self._flush()
 
     def _flush(self) -> None:
-        """Hand the buffered events to the publisher, one batch per topic; the last carries
-        the position reached (a crash between batches must not report a later one)."""
-        batches = list(self._pending.batches.items())
-        self._pending.clear()
+        """Hand the buffered events to the publisher, one batch per topic."""
         target = self._done
-        if not batches:
-            self._submit(self._any_topic, {"lsn": target}, [], None)
-        for index, ((topic, schema_text), records) in enumerate(batches):
-            lsn = target if index == len(batches) - 1 else self._submitted
-            self._submit(topic, {"lsn": lsn}, records, schema_text)
-        self._submitted = target
-
-    def _submit(
-        self, topic: str, offset: dict[str, Any], records: list[Any], schema: str | None
-    ) -> None:
-        self._publisher.submit(
-            Batch(
-                topic=topic,
-                partition=self._job.partition,
-                offset=offset,
-                records=records,
-                value_schema=schema,
-            )
+        self._publisher.submit_pending(
+            self._pending,
+            partition=self._job.partition,
+            position={"lsn": target},
+            previous={"lsn": self._submitted},
+            any_topic=self._any_topic,
         )
+        self._submitted = target

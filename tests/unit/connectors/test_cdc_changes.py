@@ -62,10 +62,14 @@ def _change(tag: bytes, *parts: bytes) -> bytes:
 
 
 def _pending(
-    messages: Sequence[bytes], *, shares: Shares | None = None, shape: TableShape = SHAPE
+    messages: Sequence[bytes],
+    *,
+    shares: Shares | None = None,
+    shape: TableShape = SHAPE,
+    positions: Sequence[int] | None = None,
 ) -> Pending:
     """The events a decoder of `shape`'s table (with `shares`, of its share) makes of
-    `messages`, the first at position 1000."""
+    `messages`, at `positions` (or the first at position 1000, the next at 1001, ...)."""
     qualified = f"{shape.schema}.{shape.table}"
     decoder = ChangeDecoder(
         {qualified: CapturedTable(topic=f"cdc.shop.{qualified}", shape=shape)},
@@ -76,13 +80,16 @@ def _pending(
         shares=shares,
     )
     pending = Pending()
-    for position, message in enumerate(messages, start=1000):
+    at = positions or range(1000, 1000 + len(messages))
+    for position, message in zip(at, messages, strict=True):
         decoder.handle(message, position, pending)
     return pending
 
 
-def _decode(*messages: bytes, shares: Shares | None = None) -> list[IncomingRecord]:
-    pending = _pending(messages, shares=shares)
+def _decode(
+    *messages: bytes, shares: Shares | None = None, positions: Sequence[int] | None = None
+) -> list[IncomingRecord]:
+    pending = _pending(messages, shares=shares, positions=positions)
     return [record for records in pending.batches.values() for record in records]
 
 
@@ -198,11 +205,39 @@ def _events(records: list[IncomingRecord]) -> list[tuple[Any, str | None, int]]:
             for r in records]  # fmt: skip
 
 
+def _routed(messages: Sequence[bytes], count: int) -> list[tuple[list[int], list[bytes]]]:
+    """What each of `count` processes is sent, as the connector (share 0) sends it on: the
+    messages whose `readers` name that process, and their positions (as `_decode` gives)."""
+    first = ChangeDecoder(
+        {"public.orders": CapturedTable(topic="cdc.shop.public.orders", shape=SHAPE)},
+        origin=Origin(name="shop", db="shop"),
+        resume_lsn=0,
+        describe=lambda _qualified: SHAPE,
+        lookup_type=lambda oid: pytest.fail(f"type {oid} looked up"),
+        shares=Shares(0, count),
+    )
+    sent: list[tuple[list[int], list[bytes]]] = [([], []) for _ in range(count)]
+    for position, message in enumerate(messages, start=1000):
+        first.handle(message, position, Pending())
+        for index in range(count):
+            if first.readers & 1 << index:
+                sent[index][0].append(position)
+                sent[index][1].append(message)
+    return sent
+
+
 def test_shares_of_a_stream_publish_every_event_once_each_rows_in_order() -> None:
     messages = _shared_stream()
     whole = _events(_decode(*messages))
-    shares = [_events(_decode(*messages, shares=Shares(index, 3))) for index in range(3)]
+    routed = _routed(messages, 3)
+    shares = [
+        _events(_decode(*sent, shares=Shares(index, 3), positions=positions))
+        for index, (positions, sent) in enumerate(routed)
+    ]
 
+    # Each process is sent the framing and its own rows' changes, not the whole stream.
+    assert all(len(sent) < len(messages) * 2 / 3 for _, sent in routed[1:])
+    assert all(sent[:2] == messages[:2] and sent[-1] == messages[-1] for _, sent in routed)
     assert sorted(map(repr, whole)) == sorted(repr(e) for share in shares for e in share)
     assert all(len(share) > 10 for share in shares)  # the keys spread over the processes
     for share in shares:  # a row's events in one share, in the stream's order
@@ -216,8 +251,10 @@ def test_a_changed_key_is_deleted_by_its_old_keys_share_and_created_by_its_new_k
     messages = _key_changed()
     owner_old, owner_new = Shares(0, 64).owner(b"1"), Shares(0, 64).owner(b"3")
     assert owner_old != owner_new  # the two keys fall in different shares of 64
-    old = _events(_decode(*messages, shares=Shares(owner_old, 64)))
-    new = _events(_decode(*messages, shares=Shares(owner_new, 64)))
+    routed = _routed(messages, 64)
+    old = _events(_decode(*routed[owner_old][1], shares=Shares(owner_old, 64)))
+    new = _events(_decode(*routed[owner_new][1], shares=Shares(owner_new, 64)))
+    assert [len(sent) for _, sent in routed].count(len(messages)) == 2  # both keys' owners
     assert [(k, op) for k, op, _ in old] == [({"id": 1}, "d"), ({"id": 1}, None)]
     assert [(k, op) for k, op, _ in new] == [({"id": 3}, "c")]
 
