@@ -114,7 +114,8 @@ class HelperProcesses:
     """The helper processes of one piece of work; see the module docstring.
 
     `target(job, reports, resumed, *extra)` is each helper's body; `on_report` takes reports
-    of kinds other than log, batch, done and failed.
+    of kinds other than log, batch, done and failed. `endless` helpers have no end of their own
+    (a stream's): one that reports its end fails the work, as a failure would.
     """
 
     def __init__(
@@ -126,8 +127,10 @@ class HelperProcesses:
         *,
         name: str,
         on_report: Callable[[tuple[Any, ...]], None] | None = None,
+        endless: bool = False,
     ) -> None:
         self._kind = kind
+        self._endless = endless
         self._on_report = on_report
         self.reports: Any = SPAWN.Queue()
         self.resumed: Any = SPAWN.Event()
@@ -221,6 +224,8 @@ class HelperProcesses:
         elif kind == "done":
             _, number, result = report
             self.done[number] = result
+            if self._endless:
+                raise CdcSourceUnavailable(f"{self._kind} helper {number} ended; it starts again")
         elif kind == "failed":
             _, number, retryable, code, message = report
             self.done[number] = None

@@ -106,6 +106,7 @@ class StreamHelpers:
             context,
             name=jobs[0].connector,
             on_report=self._position,
+            endless=True,
         )
         for receiving, _ in pipes:
             receiving.close()  # the helper holds its own
@@ -163,9 +164,6 @@ class StreamHelpers:
         """Take in the helpers' reports; raise the first failure among them, or the end of
         one (a stream has no end a helper could reach while the connector streams)."""
         self._processes.collect(self._context)
-        if self._processes.done:
-            number = min(self._processes.done)
-            raise CdcSourceUnavailable(f"stream helper {number} ended; the stream starts again")
 
     @property
     def lowest(self) -> int:
