@@ -36,7 +36,7 @@ from spark_loaders.cluster import LocalCluster  # noqa: E402
 from spark_loaders.cluster_settings import ClusterSettings  # noqa: E402
 from tests.support.loader import create_topic, produce_avro, register  # noqa: E402
 from tests.support.loader_process import LoaderProcess, loader_env  # noqa: E402
-from tests.support.ports import free_port  # noqa: E402
+from tests.support.ports import free_port, free_ports_in_a_row  # noqa: E402
 
 SCHEMA = {
     "type": "record",
@@ -114,13 +114,12 @@ def _rows_written(table: Path) -> int:
 
 @contextmanager
 def _cluster(home: Path, workers: int) -> Iterator[str]:
-    worker_ui = free_port()
     cluster = LocalCluster(
         ClusterSettings(
             home=home,
             master_port=free_port(),
             master_webui_port=free_port(),
-            worker_webui_port=worker_ui,
+            worker_webui_port=free_ports_in_a_row(workers),
             workers=workers,
         )
     )

@@ -264,20 +264,16 @@ def loader_topic(
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """A local Spark standalone cluster (a master and two workers, each its own JVM), started
     only when a test asks for it. A test that kills a worker starts it again when done."""
-    from hub_core.processes import port_open
     from spark_loaders.cluster import LocalCluster
     from spark_loaders.cluster_settings import ClusterSettings
-    from tests.support.ports import free_port
+    from tests.support.ports import free_port, free_ports_in_a_row
 
-    worker_ui = free_port()
-    while port_open(worker_ui + 1):  # worker N listens on worker_ui + N
-        worker_ui = free_port()
     cluster = LocalCluster(
         ClusterSettings(
             home=tmp_path_factory.mktemp("spark-cluster"),
             master_port=free_port(),
             master_webui_port=free_port(),
-            worker_webui_port=worker_ui,
+            worker_webui_port=free_ports_in_a_row(2),  # worker N listens on this + N
             workers=2,
         )
     )

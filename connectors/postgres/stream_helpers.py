@@ -131,6 +131,7 @@ class StreamHelpers:
             (1 << job.number, []) for job in jobs
         ]
         self._added = 0  # messages read since the last send
+        self._told_drained = [True for _ in jobs]  # whether each helper's last chunk said so
 
     def add(self, payload: bytes, lsn: int, readers: int) -> None:
         """One message read from the stream, for the helpers among `readers` (a bit per share
@@ -147,11 +148,12 @@ class StreamHelpers:
         `drained`: nothing more was waiting on the socket, so a helper publishes what it holds,
         as the connector does."""
         self._added = 0
-        for (_, chunk), chunks in zip(self._chunks, self._queues, strict=True):
-            if not chunk:
-                continue
+        for index, ((_, chunk), chunks) in enumerate(zip(self._chunks, self._queues, strict=True)):
+            if not chunk and (not drained or self._told_drained[index]):
+                continue  # nothing new for this helper (an empty chunk tells it of a drain)
             blob = pickle.dumps((drained, chunk), protocol=pickle.HIGHEST_PROTOCOL)
             chunk.clear()
+            self._told_drained[index] = drained
             while True:
                 try:
                     chunks.put(blob, timeout=0.2)
