@@ -53,7 +53,7 @@ from connectors.settings import PublishSettings
 
 log = logging.getLogger(__name__)
 
-CHUNK_MESSAGES = 1000  # messages sent to the helpers at once (fewer when the stream pauses)
+CHUNK_MESSAGES = 1000  # messages read between sends to the helpers (fewer when the stream pauses)
 _QUEUED_CHUNKS = 8  # chunks waiting for a helper's pipe, per helper
 _PIPE_BYTES = 1 << 20  # Linux's most for an unprivileged process (`/proc/sys/fs/pipe-max-size`)
 _ABANDONED = "its share of the stream is read again from the committed position"
