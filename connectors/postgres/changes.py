@@ -53,7 +53,9 @@ _FIXED_WIDTH_TYPES = frozenset(
     }
 )  # bool int8 int2 int4 oid float4 float8 money date time timestamp timestamptz timetz uuid
 _NEITHER, _OLD, _NEW, _BOTH = 0, 1, 2, 3  # which of a change's events a process publishes
-EVERY_PROCESS = -1  # `ChangeDecoder.readers` of a message every process reads (all bits set)
+_EVERY_PROCESS = -1  # `ChangeDecoder.readers` of a message every process reads (all bits set)
+_FIRST_COLUMN = (0,)  # the key positions of a table keyed by its first column alone
+_UNKNOWN = ()  # the key positions of a relation no Relation message announced
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +155,7 @@ class ChangeDecoder:
         self._sides = _BOTH
         # The processes the message last handled concerns, a bit per share index: a row change
         # its key's owners (old and new), anything else every process.
-        self.readers = EVERY_PROCESS
+        self.readers = _EVERY_PROCESS
         self._origin = origin
         self._resume_lsn = resume_lsn
         self._describe = describe
@@ -171,7 +173,7 @@ class ChangeDecoder:
 
     def handle(self, data: bytes, lsn: int, pending: Pending) -> pgoutput.Commit | None:
         """Decode one message into `pending`; returns the Commit that ends a transaction."""
-        self.readers = EVERY_PROCESS
+        self.readers = _EVERY_PROCESS
         if self._shares is not None and not self._skipping and data[:1] in (b"I", b"U", b"D"):
             self._route(data, self._shares)
             if self._sides == _NEITHER:
@@ -209,11 +211,16 @@ class ChangeDecoder:
         """Whose share an Insert, Update or Delete is (`readers`), and which of its events are
         this process's to publish (`_sides`): a key that changed is deleted by its old key's
         owner and created by its new key's."""
-        relation_id = pgoutput.relation_id_of(data)
-        if relation_id not in self._key_positions:
+        positions = self._key_positions.get(pgoutput.relation_id_of(data), _UNKNOWN)
+        if positions is _FIRST_COLUMN and (key := pgoutput.first_text_at(data)):
+            # The commonest change: its key, read fast, is its only one.
+            owner = shares.owner(key)
+            self.readers = 1 << owner
+            self._sides = _BOTH if owner == shares.index else _NEITHER
+            return
+        if positions is _UNKNOWN:
             self._sides = _BOTH  # an unknown relation: decoding it says what is wrong
             return
-        positions = self._key_positions[relation_id]
         if positions is None:  # not split: the first process's
             old_owner = new_owner = 0
         else:
@@ -377,4 +384,5 @@ def _split_key(message: pgoutput.Relation, shape: TableShape) -> tuple[int, ...]
         for k in shape.primary_key
     ):
         return None
-    return tuple(sorted(positions[k] for k in shape.primary_key))
+    split = tuple(sorted(positions[k] for k in shape.primary_key))
+    return _FIRST_COLUMN if split == _FIRST_COLUMN else split

@@ -298,6 +298,16 @@ def row_keys_at(data: bytes, positions: Sequence[int]) -> tuple[bytes | None, by
     return old, new
 
 
+def first_text_at(data: bytes) -> bytes | None:
+    """The first column's text of an Insert, or of an Update without an old tuple: the key of
+    most changes of a table keyed by its first column, read without walking the tuple as
+    `row_keys_at` does. None for any other message, or a first column not sent as text."""
+    if len(data) < 13 or data[5] != 0x4E or data[8] != 0x74:  # 'N', 't'
+        return None
+    (length,) = _INT32.unpack_from(data, 9)
+    return data[13 : 13 + length]
+
+
 def _tuple_key(
     data: bytes, pos: int, positions: Sequence[int], *, whole: bool
 ) -> tuple[bytes, int]:

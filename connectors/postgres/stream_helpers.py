@@ -110,35 +110,17 @@ class StreamHelpers:
         )
         for receiving, _ in pipes:
             receiving.close()  # the helper holds its own
-        self._pipes = [sending for _, sending in pipes]
-        for pipe in self._pipes:
-            _widen(pipe)
-        self._queues: list[queue.Queue[bytes | None]] = [
-            queue.Queue(maxsize=_QUEUED_CHUNKS) for _ in jobs
-        ]
-        self._senders = [
-            threading.Thread(
-                target=_send_all, args=(pipe, chunks), name=f"stream-send-{number}", daemon=True
-            )
-            for number, (pipe, chunks) in enumerate(
-                zip(self._pipes, self._queues, strict=True), start=1
-            )
-        ]
-        for sender in self._senders:
-            sender.start()
-        # Each helper's messages since the last send, and the bit of `readers` that names it.
-        self._chunks: list[tuple[int, list[tuple[bytes, int]]]] = [
-            (1 << job.number, []) for job in jobs
+        self._outboxes = [
+            _Outbox(job.number, sending) for job, (_, sending) in zip(jobs, pipes, strict=True)
         ]
         self._added = 0  # messages read since the last send
-        self._told_drained = [True for _ in jobs]  # whether each helper's last chunk said so
 
     def add(self, payload: bytes, lsn: int, readers: int) -> None:
         """One message read from the stream, for the helpers among `readers` (a bit per share
         index, `ChangeDecoder.readers`)."""
-        for bit, chunk in self._chunks:
-            if readers & bit:
-                chunk.append((payload, lsn))
+        for outbox in self._outboxes:
+            if readers & outbox.bit:
+                outbox.chunk.append((payload, lsn))
         self._added += 1
         if self._added >= CHUNK_MESSAGES:
             self.send(drained=False)
@@ -148,15 +130,13 @@ class StreamHelpers:
         `drained`: nothing more was waiting on the socket, so a helper publishes what it holds,
         as the connector does."""
         self._added = 0
-        for index, ((_, chunk), chunks) in enumerate(zip(self._chunks, self._queues, strict=True)):
-            if not chunk and (not drained or self._told_drained[index]):
-                continue  # nothing new for this helper (an empty chunk tells it of a drain)
-            blob = pickle.dumps((drained, chunk), protocol=pickle.HIGHEST_PROTOCOL)
-            chunk.clear()
-            self._told_drained[index] = drained
+        for outbox in self._outboxes:
+            blob = outbox.take(drained=drained)
+            if blob is None:
+                continue
             while True:
                 try:
-                    chunks.put(blob, timeout=0.2)
+                    outbox.queue.put(blob, timeout=0.2)
                     break
                 except queue.Full:
                     self.collect()  # a helper that failed or ended raises here
@@ -175,18 +155,48 @@ class StreamHelpers:
     def close(self) -> None:
         """Stop the helpers (what they had not published is read again after a restart)."""
         self._processes.close()
-        for chunks in self._queues:
-            with suppress(queue.Full):
-                chunks.put_nowait(None)
-        for sender in self._senders:
-            sender.join(timeout=5)  # a helper's end breaks its pipe, ending a blocked send
-        for pipe in self._pipes:
-            pipe.close()
+        for outbox in self._outboxes:
+            outbox.close()
 
     def _position(self, report: tuple[Any, ...]) -> None:
         if report[0] == "position":
             _, number, lsn = report
             self._positions[number] = max(self._positions[number], lsn)
+
+
+class _Outbox:
+    """One helper's side of the connector: the messages of its share since the last send, and
+    the pipe they go through, written by a thread of its own from a short queue."""
+
+    __slots__ = ("_pipe", "_sender", "_told_drained", "bit", "chunk", "queue")
+
+    def __init__(self, number: int, pipe: Connection) -> None:
+        self.bit = 1 << number  # its bit in `ChangeDecoder.readers`
+        self.chunk: list[tuple[bytes, int]] = []
+        self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=_QUEUED_CHUNKS)
+        self._told_drained = True  # whether its last chunk said the stream was drained
+        self._pipe = pipe
+        _widen(pipe)
+        self._sender = threading.Thread(
+            target=_send_all, args=(pipe, self.queue), name=f"stream-send-{number}", daemon=True
+        )
+        self._sender.start()
+
+    def take(self, *, drained: bool) -> bytes | None:
+        """The chunk to send, pickled with `drained`, and emptied; None when there is nothing
+        new to tell (an empty chunk is sent once to tell of a drain)."""
+        if not self.chunk and (not drained or self._told_drained):
+            return None
+        blob = pickle.dumps((drained, self.chunk), protocol=pickle.HIGHEST_PROTOCOL)
+        self.chunk.clear()
+        self._told_drained = drained
+        return blob
+
+    def close(self) -> None:
+        with suppress(queue.Full):
+            self.queue.put_nowait(None)
+        self._sender.join(timeout=5)  # the helper's end breaks its pipe, ending a blocked send
+        self._pipe.close()
 
 
 def _widen(pipe: Connection) -> None:

@@ -138,3 +138,20 @@ def test_row_keys_are_read_from_each_kind_of_change_without_decoding_it() -> Non
     assert keys(unsent, (0,)) == (None, pgoutput.UNKNOWN_KEY)
     with pytest.raises(PgOutputError):
         keys(b"U" + relation + b"X", (0,))
+
+
+def test_the_first_columns_text_is_read_where_it_is_a_changes_only_key() -> None:
+    relation = struct.pack(">I", 7)
+    first, keys = pgoutput.first_text_at, pgoutput.row_keys_at
+    inserted = b"I" + relation + b"N" + pg_tuple("5", "x")
+    updated = b"U" + relation + b"N" + pg_tuple("5", "y")
+    # The key `row_keys_at` reads from the same changes.
+    assert first(inserted) == keys(inserted, (0,))[1] == b"5"
+    assert first(updated) == keys(updated, (0,))[1] == b"5"
+    assert first(b"I" + relation + b"N" + pg_tuple("", "x")) == b""
+    # Changes with an old key, or no text in the first column, are left to `row_keys_at`.
+    assert first(b"U" + relation + b"K" + pg_tuple("5", None) + b"N" + pg_tuple("6", "y")) is None
+    assert first(b"D" + relation + b"K" + pg_tuple("5", None)) is None
+    assert first(b"I" + relation + b"N" + pg_tuple(None, "x")) is None
+    assert first(b"U" + relation + b"N" + pg_tuple(UNCHANGED_TOAST, "x")) is None
+    assert first(b"I" + relation + b"N") is None  # cut short
