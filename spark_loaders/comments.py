@@ -11,6 +11,7 @@ from typing import Any
 
 from py4j.java_gateway import JavaObject
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from spark_loaders.tables import TableState
 
@@ -43,10 +44,22 @@ def with_comments(rows: DataFrame, schema_text: str | None) -> DataFrame:
     """
     _, field_docs = docs(json.loads(schema_text)) if schema_text else (None, {})
     wanted = {**field_docs, **METADATA_DOCS}
-    for column in rows.columns:
-        if column in wanted:
-            rows = rows.withMetadata(column, {"comment": wanted[column]})
-    return rows
+    # One projection: a `withMetadata` per column analyses the growing plan again each time.
+    # For the bronze table's dozen columns, 22-27 ms of the driver's time per batch against
+    # 37-62 ms (medians of 15, in one session).
+    return rows.select(
+        [
+            F.col(_quoted(name)).alias(name, metadata={"comment": wanted[name]})
+            if name in wanted
+            else F.col(_quoted(name))
+            for name in rows.columns
+        ]
+    )
+
+
+def _quoted(name: str) -> str:
+    """A top-level column's name as `col` takes it literally (dots and all)."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 class TableComments:
