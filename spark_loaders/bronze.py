@@ -340,12 +340,13 @@ class BronzeLoader:
         counts = None
         redone = False
         if decoded.landed is not None:
-            assert decoded.decodable is not None and decoded.undecodable is not None
+            assert decoded.decodable is not None
             if self._land_rows(landing, decoded.landed, decoded.reader, decoded.decodable):
                 progress.bronze_written = True
                 counts = decoded.counts()
                 redone = counts is None
                 if counts is None or counts.undecodable:
+                    assert decoded.undecodable is not None
                     landing.quarantine(decoded.undecodable)
                 if counts is not None:
                     landing.landed += counts.total - counts.others - counts.undecodable
@@ -401,12 +402,11 @@ class BronzeLoader:
         app id of its own so that each append is idempotent by itself.
         """
         text = reader.text if reader else None
-        rows = with_comments(
-            decoded.withColumn("_hub_ingested_at", landing.ingested_at).withColumn(
-                PARTITION_COLUMN, F.to_date(landing.ingested_at)
-            ),
-            text,
-        )
+        ingested = {
+            "_hub_ingested_at": landing.ingested_at,
+            PARTITION_COLUMN: F.to_date(landing.ingested_at),
+        }
+        rows = with_comments(decoded.withColumns(ingested), text)
         refused = self._tables.evolve(landing.table, rows.schema)
         if refused:
             reason = QuarantineReason.TYPE_CHANGE_UNSUPPORTED

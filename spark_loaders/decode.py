@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
@@ -49,11 +49,12 @@ def with_schema_id(records: DataFrame) -> DataFrame:
         F.substring("value", 1, 1) == F.lit(bytes([MAGIC_BYTE]))
     )
     schema_id = F.conv(F.hex(F.substring("value", 2, 4)), 16, 10).cast("int")
-    with_id = records.withColumn("_hub_schema_id", F.when(framed, schema_id))
     # The idempotency header is `<key>:<position in the request>`; the column holds the key.
     key = F.regexp_extract(_header(records, IDEMPOTENCY_HEADER), r"^(.*):[0-9]+$", 1)
-    return with_id.withColumns(
+    # One projection: each DataFrame step analyses the batch's plan again on the driver.
+    return records.withColumns(
         {
+            "_hub_schema_id": F.when(framed, schema_id),
             "_hub_request_id": _header(records, REQUEST_ID_HEADER),
             "_hub_idempotency_key": F.when(key != "", key),
         }
@@ -217,7 +218,6 @@ class TopicCounts:
     requests: int  # records carrying a publish request id
 
 
-@dataclass
 class SubjectDecode:
     """One topic's records decoded by the writers registered under its value subject, in one
     pass: a CASE over the writer ids, each branch resolving to the newest version, so the job
@@ -226,14 +226,52 @@ class SubjectDecode:
     Records of other writer ids (none of the subject's versions, or no Confluent frame) are
     left out of `landed` and counted, with the rest of `TopicCounts`, by that same job; they
     are for `decode_topic` to sort out, in a second pass that runs only when there are some.
+
+    `landed` is built at once; `decodable`, `undecodable` and `others` when first asked for:
+    most batches need none of them, and each DataFrame costs the driver an analysis of the
+    batch's plan (together about a third of `decode_subject`'s time).
     """
 
-    landed: DataFrame | None
-    decodable: DataFrame | None  # the raw records decoded into `landed`
-    undecodable: DataFrame | None
-    others: DataFrame
-    reader: LatestSchema | None
-    observation: Observation | None = None
+    def __init__(
+        self,
+        records: DataFrame,
+        known: Column,
+        reader: LatestSchema | None,
+        *,
+        landed: DataFrame | None = None,
+        observation: Observation | None = None,
+        decoding: tuple[Column, Column] | None = None,
+    ) -> None:
+        """`known`: the record is framed with one of the decoded writers; `decoding`: the
+        `_hub_value` column and whether it decoded whole (None: no writer to decode with)."""
+        self.landed = landed
+        self.reader = reader
+        self.observation = observation
+        self._records = records
+        self._known = known
+        self._decoding = decoding
+
+    @cached_property
+    def decodable(self) -> DataFrame | None:
+        """The raw records decoded into `landed`."""
+        return None if self._decoding is None else self._records.where(self._known)
+
+    @cached_property
+    def undecodable(self) -> DataFrame | None:
+        """Quarantine rows of the decodable records whose payload did not decode."""
+        if self._decoding is None or self.decodable is None:
+            return None
+        value, decoded = self._decoding
+        return quarantine_rows(
+            self.decodable.withColumn("_hub_value", value).where(~decoded),
+            QuarantineReason.PAYLOAD_UNDECODABLE,
+            "the payload is not a valid Avro datum of its writer schema (`_hub_schema_id`)",
+        )
+
+    @cached_property
+    def others(self) -> DataFrame:
+        """The records framed with no writer of the subject, or not framed."""
+        return self._records.where(~self._known)
 
     def counts(self, *, wait_s: float = 2.0) -> TopicCounts | None:
         """The counts of the job that first read `landed` whole; None when no job did (Delta
@@ -261,9 +299,8 @@ def decode_subject(records: DataFrame, *, subject: str, registry: RegistryClient
     header = F.substring("value", 1, HEADER_SIZE)
     frames = {writer_id: F.lit(frame(writer_id, b"")) for writer_id in writers}
     known = F.coalesce(header.isin(list(frames.values())), F.lit(False))
-    others = records.where(~known)
     if not writers:
-        return SubjectDecode(None, None, None, others, reader)
+        return SubjectDecode(records, known, reader)
     assert reader is not None
     value: Column | None = None
     landed_id: Column | None = None
@@ -289,13 +326,9 @@ def decode_subject(records: DataFrame, *, subject: str, registry: RegistryClient
     landed = attempt.where(decoded).select(
         "_hub_value.value.*", *_metadata(records.columns, schema_id=landed_id.cast("int"))
     )
-    decodable = records.where(known)
-    undecodable = quarantine_rows(
-        decodable.withColumn("_hub_value", value).where(~decoded),
-        QuarantineReason.PAYLOAD_UNDECODABLE,
-        "the payload is not a valid Avro datum of its writer schema (`_hub_schema_id`)",
+    return SubjectDecode(
+        records, known, reader, landed=landed, observation=observation, decoding=(value, decoded)
     )
-    return SubjectDecode(landed, decodable, undecodable, others, reader, observation)
 
 
 def observed(observation: Observation, name: str, *, wait_s: float = 2.0) -> int | None:
