@@ -339,20 +339,18 @@ class BronzeLoader:
         landing = _Landing(topic, table, batch, ingested_at, merge)
         counts = None
         redone = False
-        if decoded.landed is not None:
-            assert decoded.decodable is not None
-            if self._land_rows(landing, decoded.landed, decoded.reader, decoded.decodable):
-                progress.bronze_written = True
-                counts = decoded.counts()
-                redone = counts is None
-                if counts is None or counts.undecodable:
-                    assert decoded.undecodable is not None
-                    landing.quarantine(decoded.undecodable)
-                if counts is not None:
-                    landing.landed += counts.total - counts.others - counts.undecodable
-                    landing.reasons[QuarantineReason.PAYLOAD_UNDECODABLE.value] += (
-                        counts.undecodable
-                    )
+        if decoded.landed is not None and self._land_rows(
+            landing, decoded.landed, decoded.reader, lambda: decoded.decodable
+        ):
+            progress.bronze_written = True
+            counts = decoded.counts()
+            redone = counts is None
+            if counts is None or counts.undecodable:
+                assert decoded.undecodable is not None
+                landing.quarantine(decoded.undecodable)
+            if counts is not None:
+                landing.landed += counts.total - counts.others - counts.undecodable
+                landing.reasons[QuarantineReason.PAYLOAD_UNDECODABLE.value] += counts.undecodable
         others = counts is None or counts.others > 0
         if others and self._land_others(landing, decoded.others, topic):
             progress.bronze_written = True
@@ -391,12 +389,12 @@ class BronzeLoader:
         landing: "_Landing",
         decoded: DataFrame,
         reader: LatestSchema | None,
-        raw: DataFrame,
+        raw: Callable[[], DataFrame],
         *,
         part: str = "",
     ) -> bool:
         """Append decoded rows to the topic's bronze table; False when the table cannot take
-        their columns, and `raw` (the records they were decoded from) goes to quarantine.
+        their columns, and `raw()` (the records they were decoded from) goes to quarantine.
 
         `part` names a second append of the same batch (records of other writers), with an
         app id of its own so that each append is idempotent by itself.
@@ -413,7 +411,7 @@ class BronzeLoader:
             message = "; ".join(change.describe() for change in refused) + (
                 ". Rebuild the table with `hub load reprocess`, then `hub load replay`."
             )
-            rejected = quarantine_rows(raw, reason, message)
+            rejected = quarantine_rows(raw(), reason, message)
             landing.quarantine(rejected)
             # Counted by a job of its own: a refused change is rare, and stops the topic.
             landing.reasons[reason.value] += rejected.count()
@@ -446,9 +444,10 @@ class BronzeLoader:
         landing.quarantined.extend(decoded.known_rejected)
         if decoded.landed is None:
             return False
-        assert decoded.decodable is not None
+        decodable = decoded.decodable
+        assert decodable is not None
         if not self._land_rows(
-            landing, decoded.landed, decoded.reader, decoded.decodable, part="others"
+            landing, decoded.landed, decoded.reader, lambda: decodable, part="others"
         ):
             return False
         bad = decoded.undecodable_count()

@@ -252,14 +252,14 @@ class SubjectDecode:
         self._decoding = decoding
 
     @cached_property
-    def decodable(self) -> DataFrame | None:
-        """The raw records decoded into `landed`."""
-        return None if self._decoding is None else self._records.where(self._known)
+    def decodable(self) -> DataFrame:
+        """The raw records decoded into `landed` (none when there was no writer to decode with)."""
+        return self._records.where(self._known)
 
     @cached_property
     def undecodable(self) -> DataFrame | None:
         """Quarantine rows of the decodable records whose payload did not decode."""
-        if self._decoding is None or self.decodable is None:
+        if self._decoding is None:
             return None
         value, decoded = self._decoding
         return quarantine_rows(
