@@ -17,7 +17,7 @@ from hub_core.health import HealthServer
 from hub_kafka.settings import KafkaSettings
 from spark_loaders.bronze import BronzeLoader
 from spark_loaders.isolation import describe, stopped_on_dependency
-from spark_loaders.lifecycle import stop_between_batches
+from spark_loaders.lifecycle import batch_marks, stop_between_batches
 from spark_loaders.maintenance import ScheduledMaintenance
 from spark_loaders.metrics import LOADER_METRICS
 from spark_loaders.scheduling import Pool, use_pool
@@ -94,12 +94,14 @@ def run_streams(
                 break
             stop.wait(1.0)
     finally:
+        # The batch each query runs now is its last, however long the rest takes to wind down.
+        marks = batch_marks(queries)
         health.report("stopping")
         log.info("stopping the loader after its current batch")
         if on_stop is not None:
             on_stop()
         maintenance.stop()
-        stop_between_batches(*queries)
+        stop_between_batches(*queries, since=marks)
     return queries
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_loaders.lifecycle import stop_between_batches
+from spark_loaders.lifecycle import BatchMark, batch_marks, stop_between_batches
 from spark_loaders.openlineage import run_events
 from spark_loaders.scheduling import Pool, use_pool
 from spark_loaders.settings import LoaderSettings
@@ -47,6 +47,7 @@ class Downstream:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hub-downstream", daemon=True)
         self._stopper: threading.Thread | None = None
+        self._marks: dict[StreamingQuery, BatchMark] = {}
         self._lock = threading.Lock()
         for path in self._warehouse:
             load_model(path)  # a bad model fails the start, not a later pass
@@ -65,6 +66,7 @@ class Downstream:
         self._spark.sparkContext.cancelJobGroup(JOB_GROUP)
         with self._lock:
             if self._stopper is None:
+                self._marks = batch_marks(list(self._queries.values()))
                 self._stopper = threading.Thread(
                     target=self._stop_streams, name="hub-silver-stop", daemon=True
                 )
@@ -79,7 +81,7 @@ class Downstream:
     def _stop_streams(self) -> None:
         if self._thread.is_alive():
             self._thread.join(timeout=30)  # no stream starts after this
-        stop_between_batches(*self._queries.values())
+        stop_between_batches(*self._queries.values(), since=self._marks)
 
     def catch_up(self) -> None:
         """Bring silver (and the models) up to date with bronze once, then return."""
@@ -107,7 +109,8 @@ class Downstream:
                 # A table's own failure stays with it (and the facts it keys); only a
                 # dependency that stays away, or the loader failing, ends the pass here.
                 for path, builder in zip(self._warehouse, builders, strict=True):
-                    log.info("warehouse %s rebuilt: %s", path, builder.build().describe())
+                    report = builder.build(stop=self._stop)
+                    log.info("warehouse %s rebuilt: %s", path, report.describe())
             except Exception:
                 if self._stop.is_set():
                     log.info("silver/warehouse pass interrupted by shutdown")

@@ -22,6 +22,7 @@ table's build is an OpenLineage run of job `hub-gold-<table>`
 """
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,11 @@ log = logging.getLogger(__name__)
 
 # A dependency failing while one table is built is retried this long before the pass fails.
 BUILD_BACKOFF = Backoff(initial_s=1.0, max_s=10.0, jitter_s=1.0, attempts=4, timeout_s=60.0)
+
+
+class BuildStopped(Exception):
+    """The loader began stopping: the pass ends between two tables, each written whole or not
+    at all, and the next pass goes on from there."""
 
 
 @dataclass
@@ -119,15 +125,22 @@ class WarehouseBuilder:
             for i, f in enumerate(model.facts)
         ]
 
-    def build(self) -> BuildReport:
+    def build(self, *, stop: threading.Event | None = None) -> BuildReport:
         """One incremental pass: only rows that changed are written; see the module docstring
-        for what happens to a table that fails."""
+        for what happens to a table that fails. Once `stop` is set, no other table starts
+        (`BuildStopped`)."""
+
+        def go_on() -> None:
+            if stop is not None and stop.is_set():
+                raise BuildStopped()
+
         report = BuildReport()
         built: list[str] = []
         # The loader sets some settings on its shared session after this builder was made
         # (silver's schema evolution, when its first stream starts).
         follow_conf(self._shared, self._spark)
         for dim in self._model.dimensions:
+            go_on()
             table = dim_table(dim)
             dimension = self._dimensions[dim.name]
             refresh = self._recorded(
@@ -140,6 +153,7 @@ class WarehouseBuilder:
                 built.append(dim.name)
                 log.info("dimension %s refreshed", dim.name)
         for fact, builder in zip(self._model.facts, self._facts, strict=True):
+            go_on()
             if self._skipped(fact, report):
                 continue
             table = fact_table(fact)
@@ -160,6 +174,7 @@ class WarehouseBuilder:
             if self._contained(table, refresh, report):
                 log.info("fact %s refreshed", fact.name)
         for dim in self._model.dimensions:
+            go_on()
             if dim.name in built:
                 members = self._spark.table(dim_table(dim))
                 report.rows[dim_table(dim)] = members.count()

@@ -2,6 +2,7 @@
 and one table's failure kept to it and to the facts that depend on it."""
 
 import logging
+import threading
 import uuid
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -30,6 +31,7 @@ from spark_loaders.lineage import USER_METADATA_CONF, delta_table_id
 from spark_loaders.silver.changes import ChangelogSpec
 from spark_loaders.silver.loader import SilverLoader
 from spark_loaders.warehouse import WarehouseBuilder, parse_model
+from spark_loaders.warehouse.build import BuildStopped
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.status import GoldStatusBook
 from tests.support.changelog import METADATA, ChangeLog
@@ -165,6 +167,13 @@ def test_late_dimension_rows_complete_inferred_members_and_facts_follow_versions
     shop.change("customers", "u", 200, {"customer_id": 1, "name": "Ann", "country": "FR"})
     shop.change("products", "c", 210, {"sku": "B", "name": "Banana"})
     shop.order("o4", 1, "B", 250)
+    # The loader begins stopping: the pass starts no table, and the next pass builds them.
+    stopping = threading.Event()
+    stopping.set()
+    before = shop.rows("customer", customer), shop.rows("orders", facts)
+    with pytest.raises(BuildStopped):
+        builder.build(stop=stopping)
+    assert (shop.rows("customer", customer), shop.rows("orders", facts)) == before
     builder.build()
 
     expected_customers = [
