@@ -1,7 +1,7 @@
 """Exactly once across crashes: the loader runs as its own process and is SIGKILLed mid-stream.
 
 100,000 small records flow into a topic while `hub load run` lands them; the loader is killed
-at random points four times and restarted each time, then run to catch-up with `--once`. The
+at random points three times and restarted each time, then run to catch-up with `--once`. The
 Delta table, read by path, must hold every Kafka record once: the same (partition, offset) set
 and the same values.
 """
@@ -23,7 +23,7 @@ from tests.support.loader_process import LoaderProcess, loader_env
 pytestmark = pytest.mark.e2e
 
 COUNT = 100_000
-KILLS = 4
+KILLS = 3
 SCHEMA = {
     "type": "record",
     "name": "Tick",
