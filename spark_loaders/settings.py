@@ -255,6 +255,16 @@ class LoaderSettings(BaseSettings):
         ),
     )
 
+    vacuum_listing_tasks: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "Tasks in each Spark job with which VACUUM lists a table's files; 0: one per core "
+            "the loader has (Spark's default parallelism). Spark's own default, 10,000, costs "
+            "even a small table tens of seconds of task overhead."
+        ),
+    )
+
     openlineage_config: Path | None = Field(
         default=None,
         description=(

@@ -1,12 +1,16 @@
 """Table maintenance: a table of many small batches is compacted without changing what it
 holds or what time travel reads, and tables of the auto-compacting layers compact themselves."""
 
+import contextlib
 import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from spark_loaders.maintenance import AUTO_COMPACT, TableMaintenance, new_table_properties
+
+LISTING_TASKS = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +41,11 @@ def test_optimize_compacts_many_small_files_and_keeps_rows_and_history(
 
     maintenance = TableMaintenance(spark, loader_settings)
     assert table in maintenance.tables(["bronze"])
-    result = maintenance.maintain(table)
+    with _job_group(spark, f"maintain-{table}") as tasks:
+        result = maintenance.maintain(table)
+    # VACUUM lists the files with a task per core, not Spark's 10,000 per listing job.
+    assert tasks() < 1_000
+    assert spark.conf.get(LISTING_TASKS, None) is None  # the session's conf as it was
 
     assert result.error is None
     assert (result.files_before, result.files_after) == (BATCHES, 1)
@@ -84,6 +92,25 @@ def test_one_tables_failure_is_reported_and_the_others_are_maintained(
 
     assert missing.error is not None and "no_such_table_here" in missing.error
     assert done.error is None and done.files_after == 1
+
+
+@contextlib.contextmanager
+def _job_group(spark: Any, group: str) -> Iterator[Callable[[], int]]:
+    """Run the block's Spark jobs in `group`; yields how many tasks they had."""
+    context = spark.sparkContext
+    context.setJobGroup(group, group)
+
+    def tasks() -> int:
+        tracker = context.statusTracker()
+        jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(group)]
+        stages = [tracker.getStageInfo(s) for job in jobs if job for s in job.stageIds]
+        return sum(stage.numTasks for stage in stages if stage)
+
+    try:
+        yield tasks
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+        context.setLocalProperty("spark.job.description", None)
 
 
 def _properties(spark: Any, table: str) -> dict[str, str]:
