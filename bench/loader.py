@@ -15,10 +15,15 @@ Figures, each for both jobs, in one Spark session, on one local Kafka broker:
   job runs with a 1 s trigger; a reader polls the table, and a record's freshness is the time
   from its Kafka acknowledgement to the first poll that sees it (p50, p95);
 - per-batch cost: Spark jobs per micro-batch and median `addBatch` time;
-- driver RSS of the Spark JVM (current and peak) after each phase.
+- driver RSS of the Spark JVM (current and peak) after each phase;
+- with `--profile`, where each job's executor CPU goes (`bench/jfr.py`: Flight Recorder samples
+  of the measured catch-ups, by part: Kafka read, Avro decoding, generated code, the sort before
+  a partitioned write, Parquet encoding, Delta statistics). The recording costs a little CPU of
+  its own, so a profiled run's throughput is not the one to publish.
 
     .venv/bin/python bench/loader.py              # 1,000,000 records; about 10 minutes on 2 cores
     .venv/bin/python bench/loader.py --records 20000 --duration 20
+    .venv/bin/python bench/loader.py --profile --duration 10
 """
 
 import argparse
@@ -31,6 +36,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -45,6 +51,7 @@ from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql.avro.functions import from_avro  # noqa: E402
 from pyspark.sql.streaming import StreamingQuery  # noqa: E402
 
+from bench.jfr import PARTS, Profile, recording  # noqa: E402
 from bench.servers import kafka_and_api, local_loader_settings  # noqa: E402
 from hub_kafka.security import spark_options  # noqa: E402
 from hub_kafka.settings import KafkaSettings  # noqa: E402
@@ -88,6 +95,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=100_000, help="records to warm up on")
     parser.add_argument("--rate", type=int, default=1000, help="records/s for freshness")
     parser.add_argument("--duration", type=int, default=30, help="seconds of freshness run")
+    parser.add_argument(
+        "--profile", action="store_true", help="record where executor CPU goes (JDK's JFR)"
+    )
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="hub-bench-loader-"))
     try:
@@ -121,16 +131,21 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
             start(warmup, True, 0)[0].awaitTermination()
         rates: dict[str, list[float]] = {base.name: [], hub.name: []}
         cpu: dict[str, list[float]] = {base.name: [], hub.name: []}
+        profiles = {base.name: Profile(), hub.name: Profile()}
         for run in range(1, args.repeats + 1):
             # Taking turns, so neither job always runs on a machine the other just warmed.
             for figures, start in starters if run % 2 else starters[::-1]:
                 print(f"throughput {run}: {figures.name}, {args.records} records", flush=True)
                 if figures is hub:  # the table of an earlier run goes before the clock starts
                     _drop_bronze(spark, settings, bulk)
-                began = time.monotonic()
-                query, _ = start(bulk, True, run)
-                query.awaitTermination()
-                rates[figures.name].append(args.records / (time.monotonic() - began))
+                jfr = home / f"{'hub' if figures is hub else 'minimal'}-{run}.jfr"
+                with recording(_driver_pid(spark), jfr) if args.profile else nullcontext():
+                    began = time.monotonic()
+                    query, _ = start(bulk, True, run)
+                    query.awaitTermination()
+                    rates[figures.name].append(args.records / (time.monotonic() - began))
+                if args.profile:
+                    profiles[figures.name].add(jfr)
                 cpu[figures.name].append(_executor_cpu_s(spark, str(query.runId)))
                 print(
                     f"  {rates[figures.name][-1]:.0f} records/s, executor CPU "
@@ -169,6 +184,8 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
             rss = _rss(spark)
             figures.rss_mb, figures.peak_rss_mb = rss[0], max(rss[1], figures.peak_rss_mb)
     _report(base, hub, args, ceiling)
+    if args.profile:
+        _report_profiles(base, hub, profiles)
 
 
 def _fill(bootstrap: str, api_url: str, topic: str, records: int) -> None:
@@ -379,9 +396,13 @@ def _ui_time(text: str) -> float:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%Z").timestamp()
 
 
+def _driver_pid(spark: SparkSession) -> int:
+    return int(spark._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
+
+
 def _rss(spark: SparkSession) -> tuple[float, float]:
     """(current, peak) resident memory of the Spark driver JVM in MB."""
-    pid = spark._jvm.ProcessHandle.current().pid()  # type: ignore[union-attr]
+    pid = _driver_pid(spark)
     fields = dict(
         line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
     )
@@ -413,6 +434,19 @@ def _report(base: Figures, hub: Figures, args: argparse.Namespace, ceiling: floa
         f"freshness ratio p50 {hub.fresh_p50 / base.fresh_p50:.2f}, "
         f"p95 {hub.fresh_p95 / base.fresh_p95:.2f} (hub / minimal; at most 1.0 is the target)"
     )
+
+
+def _report_profiles(base: Figures, hub: Figures, profiles: dict[str, Profile]) -> None:
+    """Executor CPU seconds per catch-up by part, from the recordings (`bench/jfr.py`)."""
+    mine, theirs = profiles[hub.name], profiles[base.name]
+    print()
+    print("executor CPU per catch-up by part (JFR samples, mean of the measured catch-ups)")
+    print(f"{'part':<34}{'minimal s':>11}{'hub s':>9}{'hub - minimal s':>17}")
+    for part in [name for name, _ in PARTS] + ["other"]:
+        ours, peer = mine.seconds(part), theirs.seconds(part)
+        print(f"{part:<34}{peer:>11.2f}{ours:>9.2f}{ours - peer:>17.2f}")
+    ours, peer = mine.total_s(), theirs.total_s()
+    print(f"{'all':<34}{peer:>11.2f}{ours:>9.2f}{ours - peer:>17.2f}")
 
 
 if __name__ == "__main__":
