@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
+from pyspark.sql import DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
@@ -37,6 +37,7 @@ from spark_loaders.comments import TableComments, with_comments
 from spark_loaders.decode import decode_subject, decode_topic, observed, with_schema_id
 from spark_loaders.errors import RegistryUnavailable
 from spark_loaders.feed_status import FeedStatusBook
+from spark_loaders.ingestion import IngestionTime
 from spark_loaders.isolation import FailureKind, as_transient, classify, describe
 from spark_loaders.kafka_access import check_kafka_access
 from spark_loaders.lineage import (
@@ -173,7 +174,7 @@ class BronzeLoader:
                 for span in request_spans(batch.where(F.col("topic").isin(ahead))):
                     spans[span["topic"]].append(span)
             landed: list[str] = []
-            ingested_at = F.current_timestamp()
+            ingested_at = IngestionTime.now()
             run = self._events.run(
                 QUERY_NAME, topics=topics, tables=[bronze_table(TopicName(t)) for t in topics]
             )
@@ -207,7 +208,7 @@ class BronzeLoader:
         topic: str,
         *,
         batch_id: int,
-        ingested_at: Column,
+        ingested_at: IngestionTime,
     ) -> str:
         """`land(progress=...)` (`_land_topic` for one topic's records), with the topic's own
         failures kept to the topic.
@@ -247,7 +248,7 @@ class BronzeLoader:
         topic: str,
         error: Exception,
         batch_id: int,
-        ingested_at: Column,
+        ingested_at: IngestionTime,
         progress: _Progress,
     ) -> str:
         """Quarantine the topic's batch whole as LANDING_FAILED, or park it if that fails too.
@@ -268,7 +269,7 @@ class BronzeLoader:
             try:
                 rows = quarantine_rows(records, reason, message)
                 self._tables.append(
-                    rows.withColumn("_hub_ingested_at", ingested_at).observe(
+                    rows.withColumn("_hub_ingested_at", ingested_at.column).observe(
                         counted, F.count(F.lit(1)).alias("records")
                     ),
                     quarantine_table(topic),
@@ -320,7 +321,7 @@ class BronzeLoader:
         topic: str,
         batch: "_TopicBatch",
         *,
-        ingested_at: Column,
+        ingested_at: IngestionTime,
         merge: bool,
         progress: _Progress,
     ) -> str:
@@ -373,7 +374,7 @@ class BronzeLoader:
             entry = quarantine_entry(topic, batch.batch_id, rows, withheld=True)
             if entry.ranges:
                 self._tables.append(
-                    rows.withColumn("_hub_ingested_at", ingested_at),
+                    rows.withColumn("_hub_ingested_at", ingested_at.column),
                     quarantine_table(topic),
                     app_id=f"{self._txn_app_id}:{quarantine_table(topic)}",
                     version=batch.batch_id,
@@ -401,8 +402,8 @@ class BronzeLoader:
         """
         text = reader.text if reader else None
         ingested = {
-            "_hub_ingested_at": landing.ingested_at,
-            PARTITION_COLUMN: F.to_date(landing.ingested_at),
+            "_hub_ingested_at": landing.ingested_at.column,
+            PARTITION_COLUMN: landing.ingested_at.date_column,
         }
         rows = with_comments(decoded.withColumns(ingested), text)
         refused = self._tables.evolve(landing.table, rows.schema)
@@ -548,7 +549,7 @@ class _Landing:
     topic: str
     table: str
     batch: _TopicBatch
-    ingested_at: Column
+    ingested_at: IngestionTime
     merge: bool
     landed: int = 0
     reasons: Counter[str] = field(default_factory=Counter)

@@ -1,0 +1,85 @@
+"""A running loader's batches: each stamps the time it landed, and runs the code the one before
+it compiled."""
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from hub_kafka.settings import KafkaSettings
+from spark_loaders.bronze import BronzeLoader
+from spark_loaders.settings import LoaderSettings
+from tests.support.hub_client import create_feed, publish, unique_topic
+from tests.support.loader import live_count
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+TEAM = "batch-stampers"
+SCHEMA = {
+    "type": "record",
+    "name": "Visit",
+    "namespace": "batches",
+    "fields": [{"name": "id", "type": "long"}, {"name": "page", "type": "string"}],
+}
+
+
+def _compilations(spark: SparkSession) -> int:
+    """How many classes Spark's code generator has compiled in this JVM so far."""
+    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics  # type: ignore[union-attr]
+    return int(metrics.METRIC_COMPILATION_TIME().getCount())
+
+
+def test_each_batch_stamps_its_landing_time_and_compiles_no_new_code(
+    api_url: str,
+    kafka_bootstrap: str,
+    team_key: Callable[[str], str],
+    spark: SparkSession,
+    loader_settings: LoaderSettings,
+    tmp_path: Path,
+) -> None:
+    key = team_key(TEAM)
+    topic = unique_topic("stamps")
+    table = f"bronze.{topic.replace('.', '_')}"
+    create_feed(api_url, key, topic=topic, schema=SCHEMA, owner=TEAM, partitions=1)
+    settings = loader_settings.model_copy(
+        update={
+            "checkpoint_dir": tmp_path / "checkpoints",
+            "topic_pattern": topic.replace(".", "\\."),
+            "trigger_seconds": 0.5,
+        }
+    )
+    query = BronzeLoader(spark, settings, KafkaSettings(bootstrap_servers=kafka_bootstrap)).start()
+    published: list[tuple[int, datetime]] = []
+    compiled: list[int] = []
+    try:
+        for n in range(1, 6):
+            published.append((n, datetime.now(UTC)))
+            response = publish(api_url, key, topic, [{"value": {"id": n, "page": f"/{n}"}}])
+            assert response.status_code == 200, response.text
+            wait_until(
+                lambda n=n: live_count(spark, table) == n,  # type: ignore[misc]
+                timeout_s=120,
+                what=f"record {n} in {table}",
+            )
+            compiled.append(_compilations(spark))
+    finally:
+        query.stop()
+    assert query.exception() is None
+
+    rows = {
+        r["id"]: (r["_hub_ingested_at"], r["_hub_ingest_date"])
+        for r in spark.sql(f"SELECT id, _hub_ingested_at, _hub_ingest_date FROM {table}").collect()
+    }
+    # Spark reads the timestamps back as naive UTC (the session's time zone).
+    for n, sent in published:
+        landed_at, landed_on = rows[n]
+        assert landed_at.replace(tzinfo=UTC) >= sent.replace(microsecond=0), (n, landed_at, sent)
+        assert landed_on == landed_at.date()
+    assert len({landed_at for landed_at, _ in rows.values()}) == len(published)
+    # The first batches create the table and then append to it; from the third on, a batch of
+    # the same records runs the code its predecessor compiled. A literal timestamp in the
+    # batch's plan would change that code, and compile it again, every batch.
+    assert compiled[-1] == compiled[2], compiled
