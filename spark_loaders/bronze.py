@@ -55,7 +55,7 @@ from spark_loaders.reprocess import SwapRequests, insert_missing
 from spark_loaders.schemas import REGISTRY_BACKOFF, LatestSchema, RegistryClient
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.storage import Location
-from spark_loaders.tables import PARTITION_COLUMN, DeltaTables
+from spark_loaders.tables import DeltaTables
 from spark_loaders.types import FeedState
 
 log = logging.getLogger(__name__)
@@ -401,11 +401,7 @@ class BronzeLoader:
         app id of its own so that each append is idempotent by itself.
         """
         text = reader.text if reader else None
-        ingested = {
-            "_hub_ingested_at": landing.ingested_at.column,
-            PARTITION_COLUMN: landing.ingested_at.date_column,
-        }
-        rows = with_comments(decoded.withColumns(ingested), text)
+        rows = with_comments(decoded.withColumns(landing.ingested_at.columns()), text)
         refused = self._tables.evolve(landing.table, rows.schema)
         if refused:
             reason = QuarantineReason.TYPE_CHANGE_UNSUPPORTED

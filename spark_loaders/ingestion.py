@@ -1,4 +1,4 @@
-"""When a batch is landed: the `_hub_ingested_at` and ingestion date columns of its rows.
+"""When rows are landed (a batch, a replay, a rebuild): their `_hub_ingested_at` and ingestion date.
 
 Spark writes a timestamp literal into the code it generates for a query as a number. A batch
 stamped with `current_timestamp()` therefore ran code that differed from the previous batch's
@@ -15,10 +15,12 @@ The date is a literal: it changes the code once a day.
 """
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+
+from spark_loaders.tables import PARTITION_COLUMN
 
 
 @dataclass(frozen=True)
@@ -33,14 +35,10 @@ class IngestionTime:
 
     @property
     def column(self) -> Column:
-        """`_hub_ingested_at` of rows that have `_hub_partition`."""
+        """`_hub_ingested_at` of rows that have `_hub_partition` (quarantine rows)."""
         return F.get(F.lit([self.at]), F.col("_hub_partition") * 0)
 
-    @property
-    def date(self) -> date:
-        """The UTC date of the landing time: the bronze tables' partition value."""
-        return self.at.astimezone(UTC).date()
-
-    @property
-    def date_column(self) -> Column:
-        return F.lit(self.date)
+    def columns(self) -> dict[str, Column]:
+        """`_hub_ingested_at` and `_hub_ingest_date` (its UTC date, the bronze tables'
+        partition column) of rows that have `_hub_partition`."""
+        return {"_hub_ingested_at": self.column, PARTITION_COLUMN: F.lit(self.at.date())}

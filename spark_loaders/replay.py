@@ -27,13 +27,14 @@ from hub_core.retries import Backoff, retry_transient
 from registry.types import SchemaId
 from spark_loaders.decode import decode_topic
 from spark_loaders.errors import LoaderSourceNotFound, TableCommitConflict
+from spark_loaders.ingestion import IngestionTime
 from spark_loaders.isolation import FailureKind, classify, describe
 from spark_loaders.lineage import landed_entry, ledger_session
 from spark_loaders.quarantine import as_kafka_records, quarantine_rows, quarantine_table
 from spark_loaders.reprocess import land_missing
 from spark_loaders.schemas import RegistryClient
 from spark_loaders.settings import LoaderSettings
-from spark_loaders.tables import PARTITION_COLUMN, DeltaTables
+from spark_loaders.tables import DeltaTables
 from spark_loaders.types import QuarantineReason
 
 log = logging.getLogger(__name__)
@@ -124,10 +125,7 @@ def _redrive(
     failures = list(decoded.known_rejected)
     landed_keys: DataFrame | None = None
     if decoded.landed is not None:
-        now = F.current_timestamp()
-        rows = decoded.landed.withColumn("_hub_ingested_at", now).withColumn(
-            PARTITION_COLUMN, F.to_date(now)
-        )
+        rows = decoded.landed.withColumns(IngestionTime.now().columns())
         refused = tables.evolve(table, rows.schema)
         if refused:
             assert decoded.decodable is not None

@@ -39,6 +39,7 @@ from registry.types import SchemaId
 from spark_loaders import storage
 from spark_loaders.decode import decode_topic, with_schema_id
 from spark_loaders.errors import LoaderError, LoaderSourceNotFound
+from spark_loaders.ingestion import IngestionTime
 from spark_loaders.kafka_access import check_kafka_access
 from spark_loaders.lineage import commit_metadata, landed_entry, ledger_session
 from spark_loaders.schemas import RegistryClient
@@ -120,10 +121,7 @@ def build(
                 f"No record of {topic} decodes with its registered schemas; nothing to rebuild "
                 f"{table} from. See quarantine.{table_suffix(TopicName(topic))} for reasons."
             )
-        now = F.current_timestamp()
-        rows = decoded.landed.withColumn("_hub_ingested_at", now).withColumn(
-            PARTITION_COLUMN, F.to_date(now)
-        )
+        rows = decoded.landed.withColumns(IngestionTime.now().columns())
         log.info(
             "rebuilding %s from %d partitions of %s into %s",
             table,
