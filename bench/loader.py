@@ -52,7 +52,7 @@ from pyspark.sql.avro.functions import from_avro  # noqa: E402
 from pyspark.sql.streaming import StreamingQuery  # noqa: E402
 
 from bench.jfr import PARTS, Profile, recording  # noqa: E402
-from bench.servers import kafka_and_api, local_loader_settings  # noqa: E402
+from bench.servers import kafka_and_api, local_loader_settings, spark_driver_pid  # noqa: E402
 from hub_kafka.security import spark_options  # noqa: E402
 from hub_kafka.settings import KafkaSettings  # noqa: E402
 from spark_loaders.bronze import BronzeLoader  # noqa: E402
@@ -139,7 +139,7 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
                 if figures is hub:  # the table of an earlier run goes before the clock starts
                     _drop_bronze(spark, settings, bulk)
                 jfr = home / f"{'hub' if figures is hub else 'minimal'}-{run}.jfr"
-                with recording(_driver_pid(spark), jfr) if args.profile else nullcontext():
+                with recording(spark_driver_pid(spark), jfr) if args.profile else nullcontext():
                     began = time.monotonic()
                     query, _ = start(bulk, True, run)
                     query.awaitTermination()
@@ -396,13 +396,9 @@ def _ui_time(text: str) -> float:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%Z").timestamp()
 
 
-def _driver_pid(spark: SparkSession) -> int:
-    return int(spark._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
-
-
 def _rss(spark: SparkSession) -> tuple[float, float]:
     """(current, peak) resident memory of the Spark driver JVM in MB."""
-    pid = _driver_pid(spark)
+    pid = spark_driver_pid(spark)
     fields = dict(
         line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
     )

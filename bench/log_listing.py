@@ -34,7 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.servers import local_loader_settings, peak_rss_mb  # noqa: E402
+from bench.servers import local_loader_settings, peak_rss_mb, spark_driver_pid  # noqa: E402
 from spark_loaders.session import (  # noqa: E402
     FAST_S3A_LISTING_CONF,
     LOCAL_LOG_STORE,
@@ -88,7 +88,7 @@ def run_variant(name: str, repeats: int, old_files: int, s3: dict[str, str]) -> 
         folder = home / "table"
     settings = local_loader_settings(home, **fields)
     with spark_session(settings, app_name="hub-bench-log-listing", extra_conf=conf) as spark:
-        jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
+        jvm_pid = spark_driver_pid(spark)
         rows = spark.range(600_000).selectExpr(
             "id", "id % 97 AS k", "cast(id AS double) * 1.5 AS amount"
         )

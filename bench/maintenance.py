@@ -41,7 +41,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.servers import local_loader_settings, peak_rss_mb, self_peak_rss_mb  # noqa: E402
+from bench.servers import local_loader_settings, peak_rss_mb, self_peak_rss_mb, spark_driver_pid  # noqa: E402
 from spark_loaders.analyst import staleness_conf  # noqa: E402
 from spark_loaders.analyst_settings import AnalystSettings  # noqa: E402
 from spark_loaders.maintenance import TableMaintenance  # noqa: E402
@@ -123,7 +123,7 @@ def main() -> None:
     print(f"log store for local tables: {store}")
     conf = {LOCAL_LOG_STORE_CONF: store}
     with spark_session(settings, app_name="hub-bench-maintenance", extra_conf=conf) as spark:
-        jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
+        jvm_pid = spark_driver_pid(spark)
         spark.sql("CREATE DATABASE IF NOT EXISTS bronze")
         batched, single = "bronze.bench_batched", "bronze.bench_single"
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -91,6 +92,11 @@ def spawned_children(parent: int) -> list[int]:
         if b"spawn_main" in command:
             found.append(pid)
     return found
+
+
+def spark_driver_pid(spark: Any) -> int:
+    """The process id of a local Spark session's driver JVM (its executors' too, in local mode)."""
+    return int(spark.sparkContext._jvm.ProcessHandle.current().pid())
 
 
 def peak_rss_mb(pid: int) -> float:

@@ -25,7 +25,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.servers import local_loader_settings, peak_rss_mb, self_peak_rss_mb  # noqa: E402
+from bench.servers import local_loader_settings, peak_rss_mb, self_peak_rss_mb, spark_driver_pid  # noqa: E402
 from spark_loaders.maintenance import TableMaintenance  # noqa: E402
 from spark_loaders.session import spark_session  # noqa: E402
 
@@ -59,7 +59,7 @@ def main() -> None:
     print(f"cores: {os.cpu_count()}, {args.tables} tables x {args.days} dates x "
           f"{args.batches} appends, home: {home}")  # fmt: skip
     with spark_session(settings, app_name="hub-bench-vacuum") as spark:
-        jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
+        jvm_pid = spark_driver_pid(spark)
         spark.sql("CREATE DATABASE IF NOT EXISTS bronze")
         tables = [f"bronze.bench_vacuum_{n}" for n in range(args.tables)]
         for table in tables:
