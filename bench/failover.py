@@ -37,6 +37,7 @@ from tests.support.failover import (
     Answers,
     duplicates,
     leader_of,
+    misplaced,
     publish_concurrently,
     topic_ids,
 )
@@ -151,7 +152,7 @@ def _check(bootstrap: str, topic: str, answers: Answers) -> bool:
     """Print and return whether every acknowledged record is in the topic once, where its
     answer said, and every other record got a coded error."""
     positions = topic_ids(bootstrap, topic, expected=len(answers.stored))
-    wrong = [i for i, at in answers.stored.items() if positions.get(at) != i]
+    wrong = misplaced(answers, positions)
     doubled = duplicates(positions)
     codes = sorted(set(answers.refused.values()))
     print(

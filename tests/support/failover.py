@@ -30,7 +30,9 @@ class Answers:
     """What the gateway answered, record by record: where each published record went, the
     error code of each refused one, and each request's status and latency."""
 
-    stored: dict[int, tuple[int, int]] = field(default_factory=dict)  # id -> (partition, offset)
+    # id -> (partition, offset); the offset is None when the producer learned that Kafka stored
+    # the record but not where (docs/publishing.md, "The answer")
+    stored: dict[int, tuple[int, int | None]] = field(default_factory=dict)
     refused: dict[int, int] = field(default_factory=dict)  # id -> error code
     uncoded: list[str] = field(default_factory=list)  # answers without a code: must stay empty
     # ids of requests that got no answer at all (the connection failed or timed out)
@@ -121,6 +123,23 @@ def topic_ids(bootstrap: str, topic: str, *, expected: int) -> dict[tuple[int, i
     """Record id at each (partition, offset) of `topic`, read from its beginning."""
     messages = read_all(bootstrap, topic, expected=expected, timeout_s=120)
     return {(m.partition() or 0, m.offset() or 0): _record_id(m.value() or b"") for m in messages}
+
+
+def misplaced(
+    answers: Answers, positions: dict[tuple[int, int], int]
+) -> dict[int, tuple[int, int | None]]:
+    """Acknowledged records the topic does not hold where their answer said: at their offset,
+    or, for an answer without one, anywhere in their partition."""
+    in_partition = {(partition, record_id) for (partition, _), record_id in positions.items()}
+    return {
+        record_id: (partition, offset)
+        for record_id, (partition, offset) in answers.stored.items()
+        if (
+            positions.get((partition, offset)) != record_id
+            if offset is not None
+            else (partition, record_id) not in in_partition
+        )
+    }
 
 
 def duplicates(positions: dict[tuple[int, int], int]) -> list[int]:
