@@ -122,6 +122,10 @@ def session_conf(
         # cache's columns cost a third of the bronze batch's first job (`bench/loader.py`).
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
         "spark.sql.session.timeZone": "UTC",
+        # A batch runs the classes the batch before it compiled only while Spark keeps them:
+        # a loader of eight topics needs about 95, and with the 100 Spark keeps by default it
+        # compiled 12-15 of them again every batch (`bench/code_cache.py`).
+        "spark.sql.codegen.cache.maxEntries": str(settings.codegen_cache_entries),
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         "spark.redaction.regex": REDACTION_REGEX,

@@ -54,6 +54,15 @@ class LoaderSettings(BaseSettings):
     shuffle_partitions: int = Field(
         default=4, ge=1, description="spark.sql.shuffle.partitions (small data: keep it low)."
     )
+    codegen_cache_entries: int = Field(
+        default=1000,
+        ge=100,
+        description=(
+            "spark.sql.codegen.cache.maxEntries: classes of generated code kept for reuse "
+            "(Spark's default 100). Each topic of distinct columns adds about a dozen; a batch "
+            "whose classes were evicted compiles them again."
+        ),
+    )
     warehouse_dir: Location = Field(
         default_factory=lambda: default_home() / "warehouse",
         description=(

@@ -91,3 +91,11 @@ def test_without_the_log_store_jar_a_session_says_to_run_make_jars(tmp_path: Pat
 
     with pytest.raises(LoaderError, match=r"hub-delta-log-store-\*\.jar.*Run `make jars`"):
         build_session(settings)
+
+
+def test_spark_keeps_as_many_generated_classes_as_the_setting_says(tmp_path: Path) -> None:
+    default = session_conf(_settings(tmp_path), jars=[])
+    settings = _settings(tmp_path).model_copy(update={"codegen_cache_entries": 4000})
+
+    assert default["spark.sql.codegen.cache.maxEntries"] == "1000"
+    assert session_conf(settings, jars=[])["spark.sql.codegen.cache.maxEntries"] == "4000"
