@@ -19,11 +19,16 @@ Figures, each for both jobs, in one Spark session, on one local Kafka broker:
 - with `--profile`, where each job's executor CPU goes (`bench/jfr.py`: Flight Recorder samples
   of the measured catch-ups, by part: Kafka read, Avro decoding, generated code, the sort before
   a partitioned write, Parquet encoding, Delta statistics). The recording costs a little CPU of
-  its own, so a profiled run's throughput is not the one to publish.
+  its own, so a profiled run's throughput is not the one to publish;
+- with `--same-columns`, the throughput and executor CPU of a third job taking turns with the
+  two: the minimal job writing the columns a bronze table has, partitioned as bronze is. The
+  loader's ratio to it is the cost of what the loader does; its own ratio to the minimal job is
+  the cost of bronze's columns.
 
     .venv/bin/python bench/loader.py              # 1,000,000 records; about 10 minutes on 2 cores
     .venv/bin/python bench/loader.py --records 20000 --duration 20
     .venv/bin/python bench/loader.py --profile --duration 10
+    .venv/bin/python bench/loader.py --same-columns
 """
 
 import argparse
@@ -71,6 +76,19 @@ SCHEMA = {
     ],
 }
 
+# The metadata columns of a bronze table (docs/loaders.md, "Tables and columns").
+BRONZE_METADATA = (
+    "_hub_key",
+    "_hub_partition",
+    "_hub_offset",
+    "_hub_timestamp",
+    "_hub_schema_id",
+    "_hub_request_id",
+    "_hub_idempotency_key",
+    "_hub_ingested_at",
+    "_hub_ingest_date",
+)
+
 # (topic, availableNow, run number) -> the query and its table's path
 Starter = Callable[[str, bool, int], tuple[StreamingQuery, str]]
 
@@ -97,6 +115,11 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=30, help="seconds of freshness run")
     parser.add_argument(
         "--profile", action="store_true", help="record where executor CPU goes (JDK's JFR)"
+    )
+    parser.add_argument(
+        "--same-columns",
+        action="store_true",
+        help="also catch up with a minimal job writing bronze's columns (throughput only)",
     )
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="hub-bench-loader-"))
@@ -126,19 +149,25 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
             (base, lambda topic, once, run: _minimal(spark, home, kafka, topic, once, run)),
             (hub, lambda topic, once, run: _hub(spark, settings, home, kafka, topic, once, run)),
         ]
-        for figures, start in starters:
+        columns = Figures("minimal, bronze columns")
+        caught_up = list(starters)
+        if args.same_columns:
+            caught_up.append(
+                (columns, lambda topic, once, run: _same_columns(spark, home, kafka, topic, run))
+            )
+        for figures, start in caught_up:
             print(f"warm-up: {figures.name} catching up {args.warmup} records", flush=True)
             start(warmup, True, 0)[0].awaitTermination()
-        rates: dict[str, list[float]] = {base.name: [], hub.name: []}
-        cpu: dict[str, list[float]] = {base.name: [], hub.name: []}
-        profiles = {base.name: Profile(), hub.name: Profile()}
+        rates: dict[str, list[float]] = {f.name: [] for f, _ in caught_up}
+        cpu: dict[str, list[float]] = {f.name: [] for f, _ in caught_up}
+        profiles = {f.name: Profile() for f, _ in caught_up}
         for run in range(1, args.repeats + 1):
             # Taking turns, so neither job always runs on a machine the other just warmed.
-            for figures, start in starters if run % 2 else starters[::-1]:
+            for figures, start in caught_up if run % 2 else caught_up[::-1]:
                 print(f"throughput {run}: {figures.name}, {args.records} records", flush=True)
                 if figures is hub:  # the table of an earlier run goes before the clock starts
                     _drop_bronze(spark, settings, bulk)
-                jfr = home / f"{'hub' if figures is hub else 'minimal'}-{run}.jfr"
+                jfr = home / f"{figures.name.replace(' ', '-')}-{run}.jfr"
                 with recording(spark_driver_pid(spark), jfr) if args.profile else nullcontext():
                     began = time.monotonic()
                     query, _ = start(bulk, True, run)
@@ -154,7 +183,7 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
                 _print_job_names(spark, str(query.runId), 1)
                 rss = _rss(spark)
                 figures.rss_mb, figures.peak_rss_mb = rss[0], max(rss[1], figures.peak_rss_mb)
-        for figures in (base, hub):
+        for figures, _ in caught_up:
             figures.throughput = statistics.median(rates[figures.name])
             figures.cpu_s = statistics.median(cpu[figures.name])
 
@@ -184,6 +213,8 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
             rss = _rss(spark)
             figures.rss_mb, figures.peak_rss_mb = rss[0], max(rss[1], figures.peak_rss_mb)
     _report(base, hub, args, ceiling)
+    if args.same_columns:
+        _report_same_columns(columns, hub)
     if args.profile:
         _report_profiles(base, hub, profiles)
 
@@ -286,6 +317,40 @@ def _minimal(
     )
     trigger = {"availableNow": True} if once else {"processingTime": "1 second"}
     return stream.trigger(**trigger).start(path), path
+
+
+def _same_columns(
+    spark: SparkSession, home: Path, kafka: KafkaSettings, topic: str, run: int
+) -> tuple[StreamingQuery, str]:
+    """The minimal job writing the columns a bronze table has, partitioned as bronze is: the
+    Kafka key, partition, offset and timestamp, a schema id, the request id and idempotency key
+    (null, as in these records), the landing time and its date. What the loader does beyond
+    this job is its own cost; what this job does beyond `_minimal` is bronze's columns'."""
+    path = str(home / "same-columns" / f"{topic}-{run}")
+    stream = (
+        spark.readStream.format("kafka")
+        .options(**spark_options(kafka))
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select(
+            from_avro(F.expr("substring(value, 6)"), json.dumps(SCHEMA)).alias("v"),
+            F.col("key").alias("_hub_key"),
+            F.col("partition").alias("_hub_partition"),
+            F.col("offset").alias("_hub_offset"),
+            F.col("timestamp").alias("_hub_timestamp"),
+            F.lit(1).alias("_hub_schema_id"),
+            F.lit(None).cast("string").alias("_hub_request_id"),
+            F.lit(None).cast("string").alias("_hub_idempotency_key"),
+            F.current_timestamp().alias("_hub_ingested_at"),
+            F.current_date().alias("_hub_ingest_date"),
+        )
+        .select("v.*", *BRONZE_METADATA)
+        .writeStream.format("delta")
+        .partitionBy("_hub_ingest_date")
+        .option("checkpointLocation", str(home / "checkpoints" / f"same-columns-{topic}-{run}"))
+    )
+    return stream.trigger(availableNow=True).start(path), path
 
 
 def _publish_steadily(
@@ -429,6 +494,14 @@ def _report(base: Figures, hub: Figures, args: argparse.Namespace, ceiling: floa
     print(
         f"freshness ratio p50 {hub.fresh_p50 / base.fresh_p50:.2f}, "
         f"p95 {hub.fresh_p95 / base.fresh_p95:.2f} (hub / minimal; at most 1.0 is the target)"
+    )
+
+
+def _report_same_columns(columns: Figures, hub: Figures) -> None:
+    print(
+        f"{columns.name}: {columns.throughput:.0f} records/s, executor CPU {columns.cpu_s:.2f} s; "
+        f"throughput ratio (hub / it) {hub.throughput / columns.throughput:.2f}, "
+        f"CPU ratio {hub.cpu_s / columns.cpu_s if columns.cpu_s else 0:.2f}"
     )
 
 
