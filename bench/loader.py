@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import Column, DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql.avro.functions import from_avro  # noqa: E402
 from pyspark.sql.streaming import StreamingQuery  # noqa: E402
@@ -296,18 +296,30 @@ def _drop_bronze(spark: SparkSession, settings: LoaderSettings, topic: str) -> N
     shutil.rmtree(str(_bronze_path(settings, topic)), ignore_errors=True)
 
 
-def _minimal(
-    spark: SparkSession, home: Path, kafka: KafkaSettings, topic: str, once: bool, run: int
-) -> tuple[StreamingQuery, str]:
-    path = str(home / "minimal" / f"{topic}-{run}")
-    stream = (
+def _records(spark: SparkSession, kafka: KafkaSettings, topic: str) -> DataFrame:
+    """A hand-written job's Kafka source: `topic` from its earliest offset."""
+    return (
         spark.readStream.format("kafka")
         .options(**spark_options(kafka))
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .load()
+    )
+
+
+def _decoded() -> Column:
+    """A hand-written job's decoding: the header stripped, `from_avro` with the fixed schema."""
+    return from_avro(F.expr("substring(value, 6)"), json.dumps(SCHEMA)).alias("v")
+
+
+def _minimal(
+    spark: SparkSession, home: Path, kafka: KafkaSettings, topic: str, once: bool, run: int
+) -> tuple[StreamingQuery, str]:
+    path = str(home / "minimal" / f"{topic}-{run}")
+    stream = (
+        _records(spark, kafka, topic)
         .select(
-            from_avro(F.expr("substring(value, 6)"), json.dumps(SCHEMA)).alias("v"),
+            _decoded(),
             F.col("partition").alias("_hub_partition"),
             F.col("offset").alias("_hub_offset"),
         )
@@ -328,13 +340,9 @@ def _same_columns(
     this job is its own cost; what this job does beyond `_minimal` is bronze's columns'."""
     path = str(home / "same-columns" / f"{topic}-{run}")
     stream = (
-        spark.readStream.format("kafka")
-        .options(**spark_options(kafka))
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .load()
+        _records(spark, kafka, topic)
         .select(
-            from_avro(F.expr("substring(value, 6)"), json.dumps(SCHEMA)).alias("v"),
+            _decoded(),
             F.col("key").alias("_hub_key"),
             F.col("partition").alias("_hub_partition"),
             F.col("offset").alias("_hub_offset"),
