@@ -114,7 +114,7 @@ def _one_run(run: dict[str, Any]) -> None:
     from registry.wire import frame
     from spark_loaders.bronze import BronzeLoader
     from spark_loaders.session import spark_session
-    from tests.support.loader import create_topic, encode, register
+    from tests.support.loader import compilations, create_topic, encode, register
 
     prefix, topics = run["prefix"], run["topics"]
     settings = local_loader_settings(
@@ -132,13 +132,12 @@ def _one_run(run: dict[str, Any]) -> None:
         schema_ids.append(SchemaId(schema_id))
     producer = Producer({"bootstrap.servers": run["bootstrap"], "acks": "all"})
     with spark_session(settings, app_name="bench-code-cache") as spark:
-        compiled = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics  # type: ignore[union-attr]
-        query = BronzeLoader(spark, settings, KafkaSettings(bootstrap_servers=run["bootstrap"]))
-        stream = query.start()
+        loader = BronzeLoader(spark, settings, KafkaSettings(bootstrap_servers=run["bootstrap"]))
+        stream = loader.start()
         counted: set[int] = set()
-        compilations: list[int] = []
+        per_round: list[int] = []
         batch_ms: list[int] = []
-        before = int(compiled.METRIC_COMPILATION_TIME().getCount())
+        before = compilations(spark)
         for round_no in range(run["rounds"]):
             # One flush for the round's records, so that one batch usually takes them all.
             for i, name in enumerate(names):
@@ -146,16 +145,16 @@ def _one_run(run: dict[str, Any]) -> None:
                 producer.produce(name, frame(schema_ids[i], encode(_schema(i), value)))
             assert producer.flush(30) == 0
             took, batches = _wait_for_round(stream, (round_no + 1) * topics, counted)
-            now = int(compiled.METRIC_COMPILATION_TIME().getCount())
-            compilations.append(now - before)
+            now = compilations(spark)
+            per_round.append(now - before)
             batch_ms.append(took)
             before = now
-            print(f"round {round_no + 1}/{run['rounds']}: {compilations[-1]} classes compiled, "
+            print(f"round {round_no + 1}/{run['rounds']}: {per_round[-1]} classes compiled, "
                   f"{batches} batches, {took} ms", flush=True)  # fmt: skip
         stream.stop()
         steady = slice(run["warmup"], None)
         result = {
-            "compiled": statistics.median(compilations[steady]),
+            "compiled": statistics.median(per_round[steady]),
             "batch_ms": statistics.median(batch_ms[steady]),
             "driver_peak_mb": peak_rss_mb(spark_driver_pid(spark)),
         }

@@ -12,7 +12,7 @@ from hub_kafka.settings import KafkaSettings
 from spark_loaders.bronze import BronzeLoader
 from spark_loaders.settings import LoaderSettings
 from tests.support.hub_client import create_feed, publish, unique_topic
-from tests.support.loader import live_count
+from tests.support.loader import compilations, live_count
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -24,12 +24,6 @@ SCHEMA = {
     "namespace": "batches",
     "fields": [{"name": "id", "type": "long"}, {"name": "page", "type": "string"}],
 }
-
-
-def _compilations(spark: SparkSession) -> int:
-    """How many classes Spark's code generator has compiled in this JVM so far."""
-    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics  # type: ignore[union-attr]
-    return int(metrics.METRIC_COMPILATION_TIME().getCount())
 
 
 def test_each_batch_stamps_its_landing_time_and_compiles_no_new_code(
@@ -64,7 +58,7 @@ def test_each_batch_stamps_its_landing_time_and_compiles_no_new_code(
                 timeout_s=120,
                 what=f"record {n} in {table}",
             )
-            compiled.append(_compilations(spark))
+            compiled.append(compilations(spark))
     finally:
         query.stop()
     assert query.exception() is None

@@ -158,3 +158,9 @@ def live_count(spark: SparkSession, table: str) -> int:
             if "DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS" not in f"{error.getCondition()} {error}":
                 raise
     raise AssertionError(f"{table} kept changing its schema while being counted")
+
+
+def compilations(spark: SparkSession) -> int:
+    """How many classes Spark's code generator has compiled in this JVM so far."""
+    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics  # type: ignore[union-attr]
+    return int(metrics.METRIC_COMPILATION_TIME().getCount())
