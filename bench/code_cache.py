@@ -168,9 +168,11 @@ def _field_names(topic: int) -> list[str]:
 def _wait_for_round(stream: Any, landed: int, counted: set[int]) -> tuple[int, int]:
     """Wait until the query has read `landed` records in all and is between batches; return the
     `addBatch` milliseconds of the batches not `counted` yet (then counted), and how many."""
+    from spark_loaders.progress import recent_progress
+
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        progress = [p for p in stream.recentProgress if p["numInputRows"] > 0]
+        progress = [p for p in recent_progress(stream) if p["numInputRows"] > 0]
         read = sum(p["numInputRows"] for p in progress)
         if read >= landed and not stream.status["isTriggerActive"]:
             new = [p for p in progress if p["batchId"] not in counted]

@@ -61,6 +61,7 @@ from bench.servers import kafka_and_api, local_loader_settings, spark_driver_pid
 from hub_kafka.security import spark_options  # noqa: E402
 from hub_kafka.settings import KafkaSettings  # noqa: E402
 from spark_loaders.bronze import BronzeLoader  # noqa: E402
+from spark_loaders.progress import last_progress, recent_progress  # noqa: E402
 from spark_loaders.session import spark_session  # noqa: E402
 from spark_loaders.settings import LoaderSettings  # noqa: E402
 from spark_loaders.storage import Location  # noqa: E402
@@ -233,7 +234,7 @@ def _fill(bootstrap: str, api_url: str, topic: str, records: int) -> None:
 
 def _durations(query: StreamingQuery) -> str:
     """Where the catch-up's one batch spent its time, as the query's progress reports it."""
-    progress: dict[str, Any] = query.lastProgress or {}
+    progress = last_progress(query) or {}
     parts: dict[str, int] = progress.get("durationMs", {})
     return ", ".join(f"{name} {ms / 1000:.1f} s" for name, ms in sorted(parts.items()))
 
@@ -406,7 +407,7 @@ def _poll_visible(
 
 def _batch_costs(spark: SparkSession, query: StreamingQuery) -> tuple[float, float]:
     """(Spark jobs per micro-batch, median addBatch ms) of a query's recent batches."""
-    batches = [p for p in query.recentProgress if p.get("numInputRows", 0) > 0]
+    batches = [p for p in recent_progress(query) if p.get("numInputRows", 0) > 0]
     if not batches:
         return 0.0, 0.0
     jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(str(query.runId))

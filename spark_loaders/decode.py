@@ -129,7 +129,7 @@ class DecodedTopic:
             # `Observation.get` waits for ever, and a write Delta skips never runs the job.
             if not _arrived(observation, max(0.0, deadline - time.monotonic())):
                 return None
-            total += observation.get["undecodable"]
+            total += _metrics(observation, "undecodable")[0]
         return total
 
 
@@ -278,8 +278,10 @@ class SubjectDecode:
         skipped a write it already holds) or they did not arrive within `wait_s`."""
         if self.observation is None or not _arrived(self.observation, wait_s):
             return None
-        got = self.observation.get
-        return TopicCounts(got["total"], got["others"], got["undecodable"], got["requests"])
+        total, others, undecodable, requests = _metrics(
+            self.observation, "total", "others", "undecodable", "requests"
+        )
+        return TopicCounts(total, others, undecodable, requests)
 
 
 def decode_subject(records: DataFrame, *, subject: str, registry: RegistryClient) -> SubjectDecode:
@@ -333,7 +335,16 @@ def decode_subject(records: DataFrame, *, subject: str, registry: RegistryClient
 
 def observed(observation: Observation, name: str, *, wait_s: float = 2.0) -> int | None:
     """Metric `name` of `observation`; None when no job ran it within `wait_s`."""
-    return int(observation.get[name]) if _arrived(observation, wait_s) else None
+    return _metrics(observation, name)[0] if _arrived(observation, wait_s) else None
+
+
+def _metrics(observation: Observation, *names: str) -> list[int]:
+    """The named metrics of an observation whose job has run, read one by one: `Observation.get`
+    iterates the JVM's map of them, and the Java exception that ends a py4j iteration costs the
+    driver milliseconds (see `spark_loaders.progress`)."""
+    assert observation._jo is not None
+    metrics = observation._jo.getAsJava()
+    return [int(metrics[name]) for name in names]
 
 
 def _arrived(observation: Observation, wait_s: float) -> bool:

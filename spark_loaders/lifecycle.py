@@ -5,6 +5,8 @@ from collections.abc import Iterable, Mapping
 
 from pyspark.sql.streaming import StreamingQuery
 
+from spark_loaders.progress import last_progress
+
 BatchMark = tuple[int, str] | None
 
 
@@ -52,5 +54,5 @@ def _between_batches(query: StreamingQuery, batch_then: BatchMark) -> bool:
 
 def _last_batch(query: StreamingQuery) -> BatchMark:
     """The id and time of the query's last reported batch; None before its first."""
-    progress = query.lastProgress
-    return None if progress is None else (progress.batchId, progress.timestamp)
+    progress = last_progress(query)
+    return None if progress is None else (progress["batchId"], progress["timestamp"])

@@ -20,6 +20,7 @@ from spark_loaders.isolation import describe, stopped_on_dependency
 from spark_loaders.lifecycle import batch_marks, stop_between_batches
 from spark_loaders.maintenance import ScheduledMaintenance
 from spark_loaders.metrics import LOADER_METRICS
+from spark_loaders.progress import last_progress
 from spark_loaders.scheduling import Pool, use_pool
 from spark_loaders.settings import LoaderSettings
 
@@ -74,7 +75,7 @@ def run_streams(
     try:
         while not stop.is_set():
             health.report(None if all(q.isActive for q in queries) else "a query stopped")
-            LOADER_METRICS.follow(q.lastProgress for q in queries)
+            LOADER_METRICS.follow(last_progress(q) for q in queries)
             for index, query in enumerate(queries):
                 if not query.isActive and _restartable(query, available_now):
                     health.report(

@@ -336,6 +336,7 @@ def items(
     from hub_kafka.settings import KafkaSettings
     from spark_loaders.bronze import BronzeLoader
     from spark_loaders.metrics import LOADER_METRICS
+    from spark_loaders.progress import last_progress
     from tests.support.loader import produce_avro, register
 
     topic = unique_topic("shop")
@@ -358,7 +359,7 @@ def items(
     )
     query.awaitTermination(600)
     assert query.exception() is None
-    LOADER_METRICS.follow([query.lastProgress])  # as the running loader does every second
+    LOADER_METRICS.follow([last_progress(query)])  # as the running loader does every second
     return topic, settings
 
 

@@ -10,6 +10,8 @@ from pyspark.sql import SparkSession
 
 from hub_kafka.settings import KafkaSettings
 from spark_loaders.bronze import BronzeLoader
+from spark_loaders.metrics import source_lag
+from spark_loaders.progress import last_progress, recent_progress
 from spark_loaders.settings import LoaderSettings
 from tests.support.hub_client import create_feed, publish, unique_topic
 from tests.support.loader import compilations, live_count
@@ -77,3 +79,37 @@ def test_each_batch_stamps_its_landing_time_and_compiles_no_new_code(
     # the same records runs the code its predecessor compiled. A literal timestamp in the
     # batch's plan would change that code, and compile it again, every batch.
     assert compiled[-1] == compiled[2], compiled
+
+
+def test_the_progress_reports_as_the_loader_reads_them_give_each_batchs_lag(
+    api_url: str,
+    kafka_bootstrap: str,
+    team_key: Callable[[str], str],
+    spark: SparkSession,
+    loader_settings: LoaderSettings,
+    tmp_path: Path,
+) -> None:
+    key = team_key(TEAM)
+    topic = unique_topic("reports")
+    create_feed(api_url, key, topic=topic, schema=SCHEMA, owner=TEAM, partitions=1)
+    records = [{"value": {"id": n, "page": f"/{n}"}} for n in range(3)]
+    assert publish(api_url, key, topic, records).status_code == 200
+    settings = loader_settings.model_copy(
+        update={
+            "checkpoint_dir": tmp_path / "checkpoints",
+            "topic_pattern": topic.replace(".", "\\."),
+            "max_offsets_per_trigger": 1,
+        }
+    )
+    query = BronzeLoader(spark, settings, KafkaSettings(bootstrap_servers=kafka_bootstrap)).start(
+        available_now=True
+    )
+    query.awaitTermination(600)
+    assert query.exception() is None
+
+    reports = [r for r in recent_progress(query) if r["numInputRows"] > 0]
+    assert [r["batchId"] for r in reports] == [0, 1, 2]
+    # One record a batch, of three: the lag metric reads 2, 1, then 0 records behind.
+    assert [source_lag(r).get((topic, "0")) for r in reports] == [2, 1, 0]
+    last = last_progress(query)
+    assert last is not None and last["batchId"] >= 2

@@ -1,6 +1,7 @@
 """Stopping the loader's queries between batches: the batch a query runs when stopping is
 asked for is its last, also when the rest of the loader takes a while to wind down."""
 
+import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -15,9 +16,23 @@ pytestmark = pytest.mark.unit
 
 
 @dataclass
-class Progress:
-    batchId: int
+class Report:
+    """A progress report as the JVM's query hands it over: its JSON text."""
+
+    batch_id: int
     timestamp: str
+
+    def json(self) -> str:
+        return json.dumps({"batchId": self.batch_id, "timestamp": self.timestamp})
+
+
+@dataclass
+class JvmQuery:
+    query: "Query"
+
+    def lastProgress(self) -> Report | None:  # the JVM query's name
+        batch = self.query.batch
+        return None if batch == 0 else Report(batch - 1, f"t{batch - 1}")
 
 
 @dataclass(eq=False)  # hashable by identity, as a StreamingQuery is
@@ -30,8 +45,8 @@ class Query:
     isActive: bool = True
 
     @property
-    def lastProgress(self) -> Progress | None:
-        return None if self.batch == 0 else Progress(self.batch - 1, f"t{self.batch - 1}")
+    def _jsq(self) -> JvmQuery:
+        return JvmQuery(self)
 
     @property
     def status(self) -> dict[str, Any]:
