@@ -6,8 +6,6 @@ topic-partition from the streaming query's progress once a second. Counters star
 with the process, as Prometheus counters do.
 """
 
-import ast
-import json
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -110,17 +108,9 @@ def source_lag(progress: Mapping[str, Any]) -> dict[tuple[str, str], int]:
 
 
 def _offsets(value: Any) -> dict[str, dict[str, Any]]:
-    """A Kafka source's offsets, `{topic: {partition: offset}}`, from the progress report:
-    JSON text, or, as PySpark 4.0's progress objects render a parsed JSON object, a Python
-    literal; empty for any other source."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            try:
-                value = ast.literal_eval(value)
-            except (ValueError, SyntaxError):
-                return {}
+    """A Kafka source's offsets, `{topic: {partition: offset}}`, from the progress report as the
+    loader reads it (`spark_loaders.progress`: its JSON, where Spark renders a source's offsets
+    as an object); empty for any other source."""
     if not isinstance(value, dict):
         return {}
     return {t: p for t, p in value.items() if isinstance(p, dict)}

@@ -12,18 +12,12 @@ def test_lag_is_the_latest_offset_minus_the_offset_the_last_batch_read_to() -> N
         "name": "hub-bronze",
         "sources": [
             {
-                "endOffset": '{"shop.orders": {"0": 120, "1": 80}}',
-                "latestOffset": '{"shop.orders": {"0": 150, "1": 80}, "shop.carts": {"0": 7}}',
+                "endOffset": {"shop.orders": {"0": 120, "1": 80}},
+                "latestOffset": {"shop.orders": {"0": 150, "1": 80}, "shop.carts": {"0": 7}},
             }
         ],
     }
     assert source_lag(progress) == {("shop.orders", "0"): 30, ("shop.orders", "1"): 0}
-
-
-def test_offsets_rendered_as_python_literals_are_read_too() -> None:
-    # PySpark 4.0's progress objects render a parsed offsets object with str().
-    progress = {"sources": [{"endOffset": "{'t': {'0': 5}}", "latestOffset": "{'t': {'0': 9}}"}]}
-    assert source_lag(progress) == {("t", "0"): 4}
 
 
 def test_a_source_other_than_kafka_has_no_lag() -> None:
@@ -40,7 +34,7 @@ def test_counters_add_up_per_table_and_reason_and_lag_follows_progress() -> None
         [
             {
                 "name": "hub-bronze",
-                "sources": [{"endOffset": '{"t": {"0": 1}}', "latestOffset": '{"t": {"0": 4}}'}],
+                "sources": [{"endOffset": {"t": {"0": 1}}, "latestOffset": {"t": {"0": 4}}}],
             },
             None,
         ]
