@@ -177,7 +177,7 @@ class Worker:
             loaded.name,
             feeds=services.publish.feeds,
             registry=services.publish.registry,
-            publisher=services.publish.publisher,
+            publisher=services.publish.batch_publisher(),
             offsets=self._control.offsets,
             settings=self._settings,
             metrics=self.metrics,

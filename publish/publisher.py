@@ -16,6 +16,7 @@ from catalog.types import Feed, FeedKind
 from hub_core.errors import ErrorCode, HubError
 from hub_core.naming import TopicName, dlq_topic, key_subject, value_subject
 from hub_kafka.producer import (
+    BatchProducer,
     Delivery,
     EncodedRecord,
     FeedProducer,
@@ -224,12 +225,17 @@ def _encode_key(record: IncomingRecord, keys: _KeyCodec) -> bytes | None:
 
 
 class Publisher:
-    """Publishes records to a feed under its latest (or a pinned) schema version."""
+    """Publishes records to a feed under its latest (or a pinned) schema version.
+
+    Over a `BatchProducer` (a connector task's, `PublishServices.batch_publisher`) it publishes
+    with `publish` and `dead_letter` only, and a stored record's result has no partition and
+    offset.
+    """
 
     def __init__(
         self,
         registry: RegistryService,
-        producer: FeedProducer,
+        producer: FeedProducer | BatchProducer,
         transactions: TransactionalProducers | None = None,
         *,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
@@ -300,7 +306,10 @@ class Publisher:
         """The first half of `publish_async`: hand a prepared batch to the producer (waiting
         while its queue is full) and return what awaits its outcome. Batches sent one after
         another reach Kafka in that order, however many await their acknowledgements."""
-        sending = await self._producer.send_encoded_async(batch.items) if batch.items else None
+        producer = self._producer
+        if isinstance(producer, BatchProducer):
+            raise TypeError("a BatchProducer waits for its batches: it cannot publish on a loop")
+        sending = await producer.send_encoded_async(batch.items) if batch.items else None
         return SentBatch(codecs, batch, sending)
 
     def dead_letter(self, feed: Feed, unparsed: Sequence[Unparsed]) -> list[PublishResult]:

@@ -4,7 +4,7 @@ The API and the connector worker build the same services from the same settings,
 checked, cleaned, encoded and acknowledged the same way whichever door it came in by.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy import Engine
@@ -14,7 +14,7 @@ from catalog.idempotency import DEFAULT_TTL, IdempotencyStore
 from hub_core.database import create_database_engine
 from hub_kafka.access import check_access
 from hub_kafka.admin import TopicAdmin
-from hub_kafka.producer import FeedProducer, TransactionalProducers
+from hub_kafka.producer import BatchProducer, FeedProducer, TransactionalProducers
 from hub_kafka.settings import KafkaSettings
 from publish.feeds import NO_QUOTAS, FeedQuotas, FeedService
 from publish.idempotent import IdempotentRequests
@@ -36,11 +36,22 @@ class PublishServices:
     producer: FeedProducer
     admin: TopicAdmin
     transactions: TransactionalProducers | None
+    kafka: KafkaSettings
+    batch_producers: list[BatchProducer] = field(default_factory=list)
+
+    def batch_publisher(self) -> Publisher:
+        """A `Publisher` over a `BatchProducer` of its own, for one thread that publishes batch
+        after batch and waits for each (a connector task); closed with the services."""
+        producer = BatchProducer(self.kafka)
+        self.batch_producers.append(producer)
+        return Publisher(self.registry, producer, max_record_bytes=self.kafka.max_record_bytes)
 
     def close(self) -> None:
         """Flush and close the producers and the topic admin, then the database connections."""
         if self.transactions is not None:
             self.transactions.close()
+        for producer in self.batch_producers:
+            producer.close()
         self.producer.close()
         self.admin.close()
         self.registry.close()
@@ -100,4 +111,5 @@ def publish_services(
         producer=producer,
         admin=admin,
         transactions=transactions,
+        kafka=kafka,
     )

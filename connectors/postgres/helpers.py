@@ -94,7 +94,7 @@ def publish_path(connector: str, settings: PublishSettings) -> tuple[Any, FeedSi
         connector,
         feeds=services.feeds,
         registry=services.registry,
-        publisher=services.publisher,
+        publisher=services.batch_publisher(),
         offsets=None,
         settings=settings.connect,
     )

@@ -1,12 +1,21 @@
-"""The shared producer against the real broker: every record answered, in order, even when more
-records are sent at once than its local queue holds."""
+"""The producers against the real broker: every record answered, in order, even when more
+records are sent at once than the local queue holds; a connector task's batch producer answers
+the records Kafka refused, in their places."""
 
 import asyncio
+import os
 
 import pytest
 
 from hub_kafka.admin import TopicAdmin
-from hub_kafka.producer import Delivery, EncodedRecord, FeedProducer, Report
+from hub_kafka.producer import (
+    BatchProducer,
+    Delivery,
+    EncodedRecord,
+    FeedProducer,
+    OutgoingRecord,
+    Report,
+)
 from hub_kafka.settings import KafkaSettings
 from tests.support.hub_client import unique_topic
 from tests.support.kafka import read_all
@@ -74,3 +83,56 @@ def test_awaiting_acknowledgements_on_an_event_loop(small_queue: KafkaSettings) 
     stored = read_all(small_queue.bootstrap_servers, topic, expected=3 * RECORDS)
     sent = [f"r{r}-{n}".encode() for r in range(3) for n in range(RECORDS)]
     assert sorted(m.value() for m in stored) == sorted(sent)
+
+
+def test_a_batch_producer_answers_a_whole_batch_once_kafka_stored_it(
+    small_queue: KafkaSettings,
+) -> None:
+    topic = _topic(small_queue)
+    producer = BatchProducer(small_queue)
+    try:
+        reports = producer.produce_encoded(_records(topic, "batch"))
+    finally:
+        producer.close()
+    assert reports == [(None, None)] * RECORDS  # stored; where is not reported
+    stored = read_all(small_queue.bootstrap_servers, topic, expected=RECORDS)
+    by_key: dict[bytes | None, list[int]] = {}
+    for message in sorted(stored, key=lambda m: (m.partition(), m.offset())):
+        by_key.setdefault(message.key(), []).append(int(message.value().split(b"-")[1]))
+    assert sorted(n for numbers in by_key.values() for n in numbers) == list(range(RECORDS))
+    for numbers in by_key.values():
+        assert numbers == sorted(numbers), "one key's records kept their order"
+
+
+def test_a_batch_producer_answers_the_records_kafka_refused_in_their_places(
+    kafka_bootstrap: str,
+) -> None:
+    settings = KafkaSettings(bootstrap_servers=kafka_bootstrap)
+    admin = TopicAdmin(settings)
+    roomy, strict = unique_topic("producer-roomy"), unique_topic("producer-strict")
+    admin.create(roomy, partitions=1, config={})
+    admin.create(strict, partitions=1, config={"max.message.bytes": "1024"})
+    large = os.urandom(4000)  # within the client's limit, over the strict topic's, compressed too
+    producer = BatchProducer(settings)
+    try:
+        reports = producer.produce_encoded(
+            [
+                (roomy, b"a", b"first", None, None),
+                (strict, b"b", large, None, None),
+                (roomy, b"c", b"third", [("h", b"v")], 1_700_000_000_000),
+            ]
+        )
+        letters = producer.produce_many([(roomy, OutgoingRecord(key=None, value=b"letter"))])
+    finally:
+        producer.close()
+    assert reports[0] == (None, None)
+    assert reports[2] == (None, None)
+    refused = reports[1]
+    assert isinstance(refused, Delivery)
+    assert refused.error is not None and "too large" in refused.error.lower()
+    assert not refused.retriable
+    assert letters == [Delivery()] and letters[0].ok
+    stored = read_all(kafka_bootstrap, roomy, expected=3)
+    assert [m.value() for m in stored] == [b"first", b"third", b"letter"]
+    assert stored[1].headers() == [("h", b"v")]
+    assert stored[1].timestamp()[1] == 1_700_000_000_000
