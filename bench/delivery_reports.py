@@ -93,18 +93,15 @@ def one_callback(settings: KafkaSettings) -> Way:
     def count(err: object, msg: object) -> None:
         stored[0] += 1
 
-    producer = Producer({**raw_config(settings), "on_delivery": count})
-
-    def send(batch: Sequence[EncodedRecord]) -> None:
-        for topic, key, value, _, _ in batch:
-            producer.produce(topic, value, key)
-        producer.flush(30)
-
-    return send, producer.close
+    return _flushed(Producer({**raw_config(settings), "on_delivery": count}))
 
 
 def failures_only(settings: KafkaSettings) -> Way:
-    producer = Producer({**raw_config(settings), "delivery.report.only.error": True})
+    return _flushed(Producer({**raw_config(settings), "delivery.report.only.error": True}))
+
+
+def _flushed(producer: Producer) -> Way:
+    """Records handed over with no callback of their own, each batch awaited with `flush`."""
 
     def send(batch: Sequence[EncodedRecord]) -> None:
         for topic, key, value, _, _ in batch:

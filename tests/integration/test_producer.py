@@ -97,8 +97,12 @@ def test_a_batch_producer_answers_a_whole_batch_once_kafka_stored_it(
     assert reports == [(None, None)] * RECORDS  # stored; where is not reported
     stored = read_all(small_queue.bootstrap_servers, topic, expected=RECORDS)
     by_key: dict[bytes | None, list[int]] = {}
+    partitions: dict[bytes | None, set[int]] = {}
     for message in sorted(stored, key=lambda m: (m.partition(), m.offset())):
         by_key.setdefault(message.key(), []).append(int(message.value().split(b"-")[1]))
+        partitions.setdefault(message.key(), set()).add(message.partition())
+    assert all(len(p) == 1 for p in partitions.values()), "a key's records share a partition"
+    assert len(set().union(*partitions.values())) > 1, "the partitioner spread the keys"
     assert sorted(n for numbers in by_key.values() for n in numbers) == list(range(RECORDS))
     for numbers in by_key.values():
         assert numbers == sorted(numbers), "one key's records kept their order"
