@@ -19,6 +19,7 @@ from hub_kafka.producer import (
 from hub_kafka.settings import KafkaSettings
 from tests.support.hub_client import unique_topic
 from tests.support.kafka import read_all
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -140,3 +141,16 @@ def test_a_batch_producer_answers_the_records_kafka_refused_in_their_places(
     assert [m.value() for m in stored] == [b"first", b"third", b"letter"]
     assert stored[1].headers() == [("h", b"v")]
     assert stored[1].timestamp()[1] == 1_700_000_000_000
+
+
+def test_a_batch_producer_never_answers_stored_when_kafka_cannot_be_reached() -> None:
+    settings = KafkaSettings(bootstrap_servers=f"127.0.0.1:{free_port()}", delivery_timeout_ms=1500)
+    producer = BatchProducer(settings)
+    try:
+        reports = producer.produce_encoded(_records("nowhere", "lost")[:5])
+    finally:
+        producer.close()
+    assert len(reports) == 5
+    for report in reports:
+        assert isinstance(report, Delivery), "a record Kafka never took is not answered stored"
+        assert report.retriable, "the connector publishes the batch again"
