@@ -175,7 +175,10 @@ def _prepare(
     keys: _KeyCodec,
     marker: list[tuple[str, bytes]] | None,
     max_bytes: int,
+    latest_ms: float,
 ) -> _Prepared:
+    """`record` checked, cleaned and encoded; `latest_ms` is the latest timestamp Kafka takes
+    (the clock read once per request, not per record)."""
     changes: tuple[Change, ...] = ()
     if record.value is None:
         if values.feed.kind is not FeedKind.CHANGELOG:
@@ -193,7 +196,7 @@ def _prepare(
         if timestamp is None or (type(timestamp) is int and 0 <= timestamp <= _INT64_MAX)
         else _timestamp_ms(timestamp)
     )
-    if timestamp_ms is not None and timestamp_ms > time.time() * 1000 + MAX_TIMESTAMP_AHEAD_MS:
+    if timestamp_ms is not None and timestamp_ms > latest_ms:
         raise _too_far_ahead(timestamp)
     size = (len(value) if value else 0) + (len(key) if key else 0) + _RECORD_FRAMING
     if headers:
@@ -440,6 +443,7 @@ class PreparedBatch:
         self.prepared: list[_Prepared | HubError] = []
         # One list shared by the records of the request: the producer only reads it.
         request = [(REQUEST_ID_HEADER, request_id.encode())] if request_id is not None else None
+        latest_ms = time.time() * 1000 + MAX_TIMESTAMP_AHEAD_MS
         for position, record in enumerate(records):
             marker = (
                 [*(request or ()), (IDEMPOTENCY_HEADER, f"{idempotency_key}:{position}".encode())]
@@ -448,7 +452,14 @@ class PreparedBatch:
             )
             try:
                 self.prepared.append(
-                    _prepare(record, codecs.values, codecs.keys, marker, codecs.max_record_bytes)
+                    _prepare(
+                        record,
+                        codecs.values,
+                        codecs.keys,
+                        marker,
+                        codecs.max_record_bytes,
+                        latest_ms,
+                    )
                 )
             except HubError as exc:
                 self.prepared.append(exc)

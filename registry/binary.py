@@ -289,12 +289,25 @@ def _decimal(precision: int, scale: int) -> Write:
 
     def decimal(out: bytearray, value: Any) -> None:
         if type(value) is str:
-            if len(value) > longest or _PLAIN_DECIMAL(value) is None:
+            if len(value) > longest:
                 raise NotDirect
-            whole, _, fraction = value.partition(".")
-            if len(fraction) > scale:  # the general path refuses it: it is never rounded
-                raise NotDirect
-            unscaled = int(whole + fraction + padding[len(fraction)])
+            point = len(value) - scale - 1  # where the point is in text of `scale` digits after it
+            if scale and point > 0 and value[point] == ".":
+                # PostgreSQL's text for a numeric(p, s): always s digits after the point. Its
+                # digits, checked without the pattern: ASCII digits after an optional "-".
+                digits = value[:point] + value[point + 1 :]
+                if not digits.isascii() or not (
+                    digits.isdigit() or (point > 1 and digits[0] == "-" and digits[1:].isdigit())
+                ):
+                    raise NotDirect
+                unscaled = int(digits)
+            else:
+                if _PLAIN_DECIMAL(value) is None:
+                    raise NotDirect
+                whole, _, fraction = value.partition(".")
+                if len(fraction) > scale:  # the general path refuses it: it is never rounded
+                    raise NotDirect
+                unscaled = int(whole + fraction + padding[len(fraction)])
         elif type(value) is int:
             unscaled = value * factor
         else:
@@ -403,9 +416,10 @@ def _inline(
     if write is _string:
         remembered.append(last)
         return [
-            "if type(item) is not str: raise NotDirect",
-            f"seen = {last}",  # read once: another thread may replace it meanwhile
-            "if item == seen[0]: out += seen[1]",
+            # read once (`seen`): another thread may replace it meanwhile
+            f"if item is (seen := {last})[0]: out += seen[1]",
+            "elif type(item) is not str: raise NotDirect",
+            "elif item == seen[0]: out += seen[1]",
             "else:",
             '    encoded = item.encode("utf-8")',
             "    size = len(encoded)",
@@ -422,17 +436,19 @@ def _inline(
         low, high = bounds
         remembered.append(last)
         return [
-            f"if type(item) is not int or not {low} <= item <= {high}: raise NotDirect",
-            "n = (item << 1) ^ (item >> 63)",
-            "if n < 128: out += SMALL[n]",
-            f"elif item == (seen := {last})[0]: out += seen[1]",  # read once, as above
+            f"if item is (seen := {last})[0]: out += seen[1]",  # read once, as above
+            f"elif type(item) is not int or not {low} <= item <= {high}: raise NotDirect",
+            "elif item == seen[0]: out += seen[1]",
             "else:",
-            "    start = len(out)",
-            "    while n > 127:",
-            "        out.append((n & 0x7F) | 0x80)",
-            "        n >>= 7",
-            "    out.append(n)",
-            f"    {last} = (item, out[start:])",  # a copy of its bytes, which nothing changes
+            "    n = (item << 1) ^ (item >> 63)",
+            "    if n < 128: out += SMALL[n]",
+            "    else:",
+            "        start = len(out)",
+            "        while n > 127:",
+            "            out.append((n & 0x7F) | 0x80)",
+            "            n >>= 7",
+            "        out.append(n)",
+            f"        {last} = (item, out[start:])",  # a copy of its bytes, which nothing changes
         ]
     writers[f"write{number}"] = write
     return [f"write{number}(out, item)"]

@@ -293,9 +293,8 @@ class ChangeDecoder:
         self, table: CapturedTable, key: Any, value: Any, unchanged: list[str] | None = None
     ) -> IncomingRecord:
         headers = {UNCHANGED_HEADER: ",".join(unchanged)} if unchanged else None
-        return IncomingRecord(
-            key=key, value=value, headers=headers, timestamp=self._commit_ms or None
-        )
+        # (value, key, headers, timestamp), by position: one is made per change
+        return IncomingRecord(value, key, headers, self._commit_ms or None)
 
     def _row_change(self, data: bytes, lsn: int, pending: Pending) -> bool:
         """An Insert, or an Update without an old tuple, of a known relation whose every column

@@ -415,9 +415,9 @@ class _Streamer:
         while True:
             message = self._stream.read()
             if message is not None:
-                commit = self._decoder.handle(message.payload, message.lsn, self._pending)
+                commit = self._decoder.handle(message[0], message[1], self._pending)
                 if helpers is not None:
-                    helpers.add(message.payload, message.lsn, self._decoder.readers)
+                    helpers.add(message, self._decoder.readers)
                 if commit is not None:
                     self._done = {
                         "lsn": commit.end_lsn,

@@ -48,6 +48,7 @@ from connectors.postgres.helpers import (
     wait_for_connector,
 )
 from connectors.postgres.publishing import BatchPublisher
+from connectors.postgres.stream import WalMessage
 from connectors.runtime import Batch, FeedSink, SourceContext
 from connectors.settings import PublishSettings
 
@@ -115,12 +116,12 @@ class StreamHelpers:
         ]
         self._added = 0  # messages read since the last send
 
-    def add(self, payload: bytes, lsn: int, readers: int) -> None:
+    def add(self, message: WalMessage, readers: int) -> None:
         """One message read from the stream, for the helpers among `readers` (a bit per share
         index, `ChangeDecoder.readers`)."""
         for outbox in self._outboxes:
             if readers & outbox.bit:
-                outbox.chunk.append((payload, lsn))
+                outbox.chunk.append(message)
         self._added += 1
         if self._added >= CHUNK_MESSAGES:
             self.send(drained=False)
@@ -172,7 +173,7 @@ class _Outbox:
 
     def __init__(self, number: int, pipe: Connection) -> None:
         self.bit = 1 << number  # its bit in `ChangeDecoder.readers`
-        self.chunk: list[tuple[bytes, int]] = []
+        self.chunk: list[WalMessage] = []
         self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=_QUEUED_CHUNKS)
         self._told_drained = True  # whether its last chunk said the stream was drained
         self._pipe = pipe

@@ -8,6 +8,7 @@ import base64
 import io
 import itertools
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
@@ -537,6 +538,36 @@ def test_a_decimal_the_general_path_refuses_is_refused_never_rounded(amount: Any
     with pytest.raises(InvalidRecord) as raised:
         compiled(schema).to_message(value, SchemaId(7))
     assert raised.value.path == "$.amount"
+
+
+@pytest.mark.parametrize(
+    "amount",
+    ["-.50", ".50", "1_0.00", "+1.00", " 1.00", "1.00 ", "--1.00", "1-0.00", "1.5.50", "\u0661.00",
+     "1.\u0660\u0660", "12.", "-", "-0.00", "00.00"],
+)  # fmt: skip
+def test_text_with_as_many_fraction_digits_as_the_scale_is_written_only_when_plain(
+    amount: str,
+) -> None:
+    """PostgreSQL's numeric text has exactly `scale` digits after the point, and the direct
+    writer reads such text without its pattern: any other spelling with as many digits still
+    goes to the general path, which converts it or says what is wrong, as it would anyway."""
+    schema = parse(json.dumps(DECIMAL_RECORD))
+    converter = compiled(schema)
+    value = {"amount": amount, "wide": None}
+    write = direct_writer(schema.resolved)
+    assert write is not None
+    plain = re.fullmatch(r"-?[0-9]+\.[0-9]{2}", amount) is not None
+    direct = bytearray()
+    try:
+        write(direct, value)
+    except NotDirect:
+        assert not plain
+    else:
+        assert plain
+        assert bytes(direct) == converter.encode(converter.to_datum(value), SchemaId(7))[5:]
+    assert _answer(lambda: (converter.to_message(value, SchemaId(7)), ())) == _answer(
+        lambda: (converter.encode(converter.to_datum(value), SchemaId(7)), ())
+    )
 
 
 def test_bytes_and_fixed_from_base64_are_written_as_fastavro_writes_them() -> None:
