@@ -55,6 +55,8 @@ _FIXED_WIDTH_TYPES = frozenset(
 _NEITHER, _OLD, _NEW, _BOTH = 0, 1, 2, 3  # which of a change's events a process publishes
 _EVERY_PROCESS = -1  # `ChangeDecoder.readers` of a message every process reads (all bits set)
 _FIRST_COLUMN = (0,)  # the key positions of a table keyed by its first column alone
+_ROW_CHANGES = frozenset(b"IUD")  # the tags of Insert, Update and Delete messages
+_DELETE = 0x44
 _UNKNOWN = ()  # the key positions of a relation no Relation message announced
 
 
@@ -174,12 +176,14 @@ class ChangeDecoder:
     def handle(self, data: bytes, lsn: int, pending: Pending) -> pgoutput.Commit | None:
         """Decode one message into `pending`; returns the Commit that ends a transaction."""
         self.readers = _EVERY_PROCESS
-        if self._shares is not None and not self._skipping and data[:1] in (b"I", b"U", b"D"):
-            self._route(data, self._shares)
-            if self._sides == _NEITHER:
+        tag = data[0] if data else 0
+        if tag in _ROW_CHANGES and not self._skipping:
+            if self._shares is not None:
+                self._route(data, self._shares)
+                if self._sides == _NEITHER:
+                    return None
+            if tag != _DELETE and self._row_change(data, lsn, pending):
                 return None
-        if not self._skipping and self._row_change(data, lsn, pending):
-            return None
         message = pgoutput.decode(data)
         if isinstance(message, pgoutput.Begin):
             self.in_transaction = True
@@ -213,8 +217,9 @@ class ChangeDecoder:
         owner and created by its new key's."""
         positions = self._key_positions.get(pgoutput.relation_id_of(data), _UNKNOWN)
         if positions is _FIRST_COLUMN and (key := pgoutput.first_text_at(data)):
-            # The commonest change: its key, read fast, is its only one.
-            owner = shares.owner(key)
+            # The commonest change: its key, read fast, is its only one. (`Shares.owner`, in
+            # line: the connector's process routes every change of the stream.)
+            owner = zlib.crc32(key) % shares.count
             self.readers = 1 << owner
             self._sides = _BOTH if owner == shares.index else _NEITHER
             return
@@ -299,8 +304,9 @@ class ChangeDecoder:
     def _row_change(self, data: bytes, lsn: int, pending: Pending) -> bool:
         """An Insert, or an Update without an old tuple, of a known relation whose every column
         came as text or null, straight to its event (`pgoutput.row_change_at`): the events
-        `_insert` and `_update` make of it. False for any other message, left to `decode`."""
-        if data[:1] not in (b"I", b"U") or len(data) < 5:
+        `_insert` and `_update` make of it. `data` is an Insert or an Update; False for any
+        other (an Update with an old tuple, a column not sent), left to `decode`."""
+        if len(data) < 5:
             return False
         table = self._table(pgoutput.relation_id_of(data))
         if table is None:
