@@ -366,12 +366,14 @@ def _record(fields: tuple[_Field, ...]) -> Write:
 
     The generated code does what the field writers do, in the same order, and raises
     `NotDirect` where they would: a missing field (`KeyError`) and text that is not UTF-8
-    (`UnicodeEncodeError`) are turned into it at the end. A value is compared with the
-    remembered one only once its type is checked (so `True` never takes the bytes of `1`),
-    and the value and its bytes are kept as one tuple, replaced whole and read once per value,
-    so threads sharing the writer never pair a value with another's bytes. Field names, tags
-    and bounds enter the source as `repr` literals; writers and the remembered values as
-    closure cells.
+    (`UnicodeEncodeError`) are turned into it at the end. A remembered field first asks whether
+    its value is the very object it wrote last, checked then, and takes its bytes without any
+    other check: a change event's source block holds the same objects change after change, so
+    most of its eleven fields take that path. Any other value is compared with the remembered
+    one only once its type is checked (so `True` never takes the bytes of `1`). The value and
+    its bytes are kept as one tuple, replaced whole and read once per value, so threads sharing
+    the writer never pair a value with another's bytes. Field names, tags and bounds enter the source as `repr` literals;
+    writers and the remembered values as closure cells.
     """
     writers: dict[str, Write] = {}
     remembered: list[str] = []
