@@ -372,8 +372,8 @@ def _record(fields: tuple[_Field, ...]) -> Write:
     most of its eleven fields take that path. Any other value is compared with the remembered
     one only once its type is checked (so `True` never takes the bytes of `1`). The value and
     its bytes are kept as one tuple, replaced whole and read once per value, so threads sharing
-    the writer never pair a value with another's bytes. Field names, tags and bounds enter the source as `repr` literals;
-    writers and the remembered values as closure cells.
+    the writer never pair a value with another's bytes. Field names, tags and bounds enter the
+    source as `repr` literals; writers and the remembered values as closure cells.
     """
     writers: dict[str, Write] = {}
     remembered: list[str] = []
