@@ -23,12 +23,18 @@ Figures, each for both jobs, in one Spark session, on one local Kafka broker:
 - with `--same-columns`, the throughput and executor CPU of a third job taking turns with the
   two: the minimal job writing the columns a bronze table has, partitioned as bronze is. The
   loader's ratio to it is the cost of what the loader does; its own ratio to the minimal job is
-  the cost of bronze's columns.
+  the cost of bronze's columns;
+- with `--into-existing`, each catch-up lands in its job's table as it stands, emptied before
+  the clock starts (`DELETE FROM`), as after a loader's stop, rather than in a new table, as
+  for a new feed's backlog: each job lands the topic once first, not counted, to create it.
+  The loader creates a new table through the metastore and appends to one by path, as the
+  minimal job always writes.
 
     .venv/bin/python bench/loader.py              # 1,000,000 records; about 10 minutes on 2 cores
     .venv/bin/python bench/loader.py --records 20000 --duration 20
     .venv/bin/python bench/loader.py --profile --duration 10
     .venv/bin/python bench/loader.py --same-columns
+    .venv/bin/python bench/loader.py --into-existing
 """
 
 import argparse
@@ -122,6 +128,11 @@ def main() -> None:
         action="store_true",
         help="also catch up with a minimal job writing bronze's columns (throughput only)",
     )
+    parser.add_argument(
+        "--into-existing",
+        action="store_true",
+        help="catch up into each job's table as it stands, emptied, instead of a new table",
+    )
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="hub-bench-loader-"))
     try:
@@ -146,19 +157,30 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
 
         hub = Figures("hub bronze loader")
         base = Figures("minimal job")
+        # With `--into-existing`, a minimal job's table keeps its path from run to run.
+        keep = args.into_existing
         starters: list[tuple[Figures, Starter]] = [
-            (base, lambda topic, once, run: _minimal(spark, home, kafka, topic, once, run)),
+            (base, lambda topic, once, run: _minimal(spark, home, kafka, topic, once, run, keep)),
             (hub, lambda topic, once, run: _hub(spark, settings, home, kafka, topic, once, run)),
         ]
         columns = Figures("minimal, bronze columns")
         caught_up = list(starters)
         if args.same_columns:
             caught_up.append(
-                (columns, lambda topic, once, run: _same_columns(spark, home, kafka, topic, run))
+                (
+                    columns,
+                    lambda topic, once, run: _same_columns(spark, home, kafka, topic, run, keep),
+                )
             )
         for figures, start in caught_up:
             print(f"warm-up: {figures.name} catching up {args.warmup} records", flush=True)
             start(warmup, True, 0)[0].awaitTermination()
+        tables: dict[str, str] = {}  # with `--into-existing`: each job's table of the topic
+        if args.into_existing:
+            for figures, start in caught_up:
+                print(f"{figures.name}: creating its table of {bulk} (not counted)", flush=True)
+                query, tables[figures.name] = start(bulk, True, 0)
+                query.awaitTermination()
         rates: dict[str, list[float]] = {f.name: [] for f, _ in caught_up}
         cpu: dict[str, list[float]] = {f.name: [] for f, _ in caught_up}
         profiles = {f.name: Profile() for f, _ in caught_up}
@@ -166,7 +188,10 @@ def run(home: Path, bootstrap: str, api_url: str, args: argparse.Namespace) -> N
             # Taking turns, so neither job always runs on a machine the other just warmed.
             for figures, start in caught_up if run % 2 else caught_up[::-1]:
                 print(f"throughput {run}: {figures.name}, {args.records} records", flush=True)
-                if figures is hub:  # the table of an earlier run goes before the clock starts
+                # The table of an earlier run goes, or is emptied, before the clock starts.
+                if args.into_existing:
+                    spark.sql(f"DELETE FROM delta.`{tables[figures.name]}`")
+                elif figures is hub:
                     _drop_bronze(spark, settings, bulk)
                 jfr = home / f"{figures.name.replace(' ', '-')}-{run}.jfr"
                 with recording(spark_driver_pid(spark), jfr) if args.profile else nullcontext():
@@ -314,9 +339,17 @@ def _decoded() -> Column:
 
 
 def _minimal(
-    spark: SparkSession, home: Path, kafka: KafkaSettings, topic: str, once: bool, run: int
+    spark: SparkSession,
+    home: Path,
+    kafka: KafkaSettings,
+    topic: str,
+    once: bool,
+    run: int,
+    keep_table: bool = False,
 ) -> tuple[StreamingQuery, str]:
-    path = str(home / "minimal" / f"{topic}-{run}")
+    """A hand-written job landing `topic` in a table of its run's own, or with `keep_table` in
+    the one table of the topic (a checkpoint of its run's own either way)."""
+    path = str(home / "minimal" / (topic if keep_table else f"{topic}-{run}"))
     stream = (
         _records(spark, kafka, topic)
         .select(
@@ -333,13 +366,19 @@ def _minimal(
 
 
 def _same_columns(
-    spark: SparkSession, home: Path, kafka: KafkaSettings, topic: str, run: int
+    spark: SparkSession,
+    home: Path,
+    kafka: KafkaSettings,
+    topic: str,
+    run: int,
+    keep_table: bool = False,
 ) -> tuple[StreamingQuery, str]:
     """The minimal job writing the columns a bronze table has, partitioned as bronze is: the
     Kafka key, partition, offset and timestamp, a schema id, the request id and idempotency key
     (null, as in these records), the landing time and its date. What the loader does beyond
-    this job is its own cost; what this job does beyond `_minimal` is bronze's columns'."""
-    path = str(home / "same-columns" / f"{topic}-{run}")
+    this job is its own cost; what this job does beyond `_minimal` is bronze's columns'.
+    `keep_table` as for `_minimal`."""
+    path = str(home / "same-columns" / (topic if keep_table else f"{topic}-{run}"))
     stream = (
         _records(spark, kafka, topic)
         .select(
@@ -482,7 +521,8 @@ def _rss(spark: SparkSession) -> tuple[float, float]:
 def _report(base: Figures, hub: Figures, args: argparse.Namespace, ceiling: float) -> None:
     print()
     print(
-        f"bronze loader vs minimal job: {args.records} records (median of {args.repeats}), "
+        f"bronze loader vs minimal job: {args.records} records (median of {args.repeats}) "
+        f"{'into existing tables' if args.into_existing else 'into new tables'}, "
         f"freshness at {args.rate}/s"
     )
     print(
