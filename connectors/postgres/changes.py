@@ -217,9 +217,8 @@ class ChangeDecoder:
         owner and created by its new key's."""
         positions = self._key_positions.get(pgoutput.relation_id_of(data), _UNKNOWN)
         if positions is _FIRST_COLUMN and (key := pgoutput.first_text_at(data)):
-            # The commonest change: its key, read fast, is its only one. (`Shares.owner`, in
-            # line: the connector's process routes every change of the stream.)
-            owner = zlib.crc32(key) % shares.count
+            # The commonest change: its key, read fast, is its only one.
+            owner = shares.owner(key)
             self.readers = 1 << owner
             self._sides = _BOTH if owner == shares.index else _NEITHER
             return
