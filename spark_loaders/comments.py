@@ -13,7 +13,7 @@ from py4j.java_gateway import JavaObject
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
-from spark_loaders.tables import TableState
+from spark_loaders.tables import TableState, catalog_identifier, java_strings, session_catalog
 
 METADATA_DOCS = {
     "_hub_key": "Kafka record key, as published.",
@@ -102,7 +102,10 @@ def set_column_comments(spark: SparkSession, table: str, comments: dict[str, str
     _alter(
         spark,
         table,
-        [changes.updateColumnComment(_strings(spark, [c]), text) for c, text in comments.items()],
+        [
+            changes.updateColumnComment(java_strings(spark, [c]), text)
+            for c, text in comments.items()
+        ],
     )
 
 
@@ -117,20 +120,7 @@ def _alter(spark: SparkSession, table: str, changes: list[JavaObject]) -> None:
     tables), as the ALTER TABLE statements would after parsing."""
     gateway, jvm = spark.sparkContext._gateway, spark.sparkContext._jvm
     assert gateway is not None and jvm is not None, "the session has no JVM"
-    *namespace, name = table.split(".")
-    catalog_api = jvm.org.apache.spark.sql.connector.catalog
-    identifier = catalog_api.Identifier.of(_strings(spark, namespace), name)
-    array = gateway.new_array(catalog_api.TableChange, len(changes))
+    array = gateway.new_array(jvm.org.apache.spark.sql.connector.catalog.TableChange, len(changes))
     for index, change in enumerate(changes):
         array[index] = change
-    catalog = spark._jsparkSession.sessionState().catalogManager().catalog("spark_catalog")
-    catalog.alterTable(identifier, array)
-
-
-def _strings(spark: SparkSession, values: list[str]) -> JavaObject:
-    gateway, jvm = spark.sparkContext._gateway, spark.sparkContext._jvm
-    assert gateway is not None and jvm is not None, "the session has no JVM"
-    array = gateway.new_array(jvm.java.lang.String, len(values))
-    for index, value in enumerate(values):
-        array[index] = value
-    return array
+    session_catalog(spark).alterTable(catalog_identifier(spark, table), array)

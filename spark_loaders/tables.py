@@ -9,8 +9,8 @@ once, keeps its location and columns, and appends to the location. A reprocessin
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
+from py4j.java_gateway import JavaObject
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql.types import StructType
 
@@ -47,13 +47,16 @@ class DeltaTables:
             return self._known[table]
         if not self._spark.catalog.tableExists(table):
             return None
-        detail = self._spark.sql(f"DESCRIBE DETAIL {table}").first()
-        assert detail is not None
-        properties: dict[str, Any] = detail["properties"] or {}
+        # The table's properties as its catalog (Delta's) gives them: Delta's table properties,
+        # its `location` and its `comment`, from the newest snapshot's metadata. `DESCRIBE
+        # DETAIL` says the same and also sizes the table, which took 0.4-0.5 s of a loader's
+        # first batch per table (three Spark jobs), against 0.02-0.03 s.
+        properties = catalog_properties(self._spark, table)
+        location = properties["location"]
         state = TableState(
-            location=str(detail["location"]),
-            schema=self._spark.read.format("delta").load(str(detail["location"])).schema,
-            description=detail["description"],
+            location=location,
+            schema=self._spark.read.format("delta").load(location).schema,
+            description=properties.get("comment"),
             type_widening=properties.get(TYPE_WIDENING) == "true",
         )
         self._known[table] = state
@@ -182,6 +185,37 @@ def clear_interrupted_creation(spark: SparkSession, table: str) -> str | None:
         aside,
     )
     return str(aside)
+
+
+def catalog_properties(spark: SparkSession, table: str) -> dict[str, str]:
+    """The properties of `table` (`db.name`) as the session catalog loads it: for a Delta
+    table, its Delta properties plus `location`, `provider`, `owner` and `comment`."""
+    return dict(session_catalog(spark).loadTable(catalog_identifier(spark, table)).properties())
+
+
+def session_catalog(spark: SparkSession) -> JavaObject:
+    """The session's catalog as the V2 API sees it (Delta's `DeltaCatalog`, for Delta)."""
+    return spark._jsparkSession.sessionState().catalogManager().catalog("spark_catalog")
+
+
+def catalog_identifier(spark: SparkSession, table: str) -> JavaObject:
+    """The V2 catalog's `Identifier` of `table` (`db.name`)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None, "the session has no JVM"
+    *namespace, name = table.split(".")
+    return jvm.org.apache.spark.sql.connector.catalog.Identifier.of(
+        java_strings(spark, namespace), name
+    )
+
+
+def java_strings(spark: SparkSession, values: list[str]) -> JavaObject:
+    """`values` as a Java `String[]`."""
+    gateway, jvm = spark.sparkContext._gateway, spark.sparkContext._jvm
+    assert gateway is not None and jvm is not None, "the session has no JVM"
+    array = gateway.new_array(jvm.java.lang.String, len(values))
+    for index, value in enumerate(values):
+        array[index] = value
+    return array
 
 
 def default_location(spark: SparkSession, table: str) -> str:

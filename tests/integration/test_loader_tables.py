@@ -1,0 +1,55 @@
+"""What the loader knows of a table it did not create in this process: the facts a restarted
+loader reads before its first append, without sizing the table."""
+
+import uuid
+from typing import Any
+
+import pytest
+
+from spark_loaders.comments import set_table_comment
+from spark_loaders.tables import DeltaTables
+
+pytestmark = pytest.mark.integration
+
+TEXT = "it's ${env:HOME} \\ 'quoted'"
+
+
+def _table(spark: Any, *, type_widening: bool) -> str:
+    table = f"bronze.tables_{uuid.uuid4().hex[:8]}"
+    spark.sql("CREATE DATABASE IF NOT EXISTS bronze")
+    rows = spark.range(3).selectExpr("id", "cast(id as string) AS page", "current_date() AS day")
+    writer = rows.write.format("delta").partitionBy("day")
+    if type_widening:
+        writer = writer.option("delta.enableTypeWidening", "true")
+    writer.saveAsTable(table)
+    return table
+
+
+def test_an_existing_tables_location_columns_comment_and_widening_are_as_delta_says(
+    spark: Any,
+) -> None:
+    table = _table(spark, type_widening=True)
+    set_table_comment(spark, table, TEXT)
+    detail = spark.sql(f"DESCRIBE DETAIL {table}").first()
+
+    state = DeltaTables(spark).state(table)
+
+    assert state is not None
+    assert state.location == detail["location"]
+    assert state.schema == spark.table(table).schema
+    assert state.description == TEXT
+    assert state.type_widening is True
+
+
+def test_a_table_without_widening_or_comment_says_so_and_a_missing_one_is_none(
+    spark: Any,
+) -> None:
+    table = _table(spark, type_widening=False)
+
+    state = DeltaTables(spark).state(table)
+
+    assert state is not None
+    assert state.description is None
+    assert state.type_widening is False
+    assert [f.name for f in state.schema.fields] == ["id", "page", "day"]
+    assert DeltaTables(spark).state(f"{table}_missing") is None
