@@ -33,6 +33,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 # The Thrift server's authenticator compiles against the pyspark wheel's jars, hence the venv.
 $(JARS)/.fetched: jvm/pom.xml jvm/kafka-broker/pom.xml jvm/spark-connectors/pom.xml jvm/metastore/pom.xml \
 		jvm/thrift-auth/pom.xml $(wildcard jvm/thrift-auth/src/main/java/org/integrationhub/thrift/*.java) \
+		$(wildcard jvm/thrift-auth/src/main/resources/org/integrationhub/thrift/*) \
 		jvm/delta-log-store/pom.xml $(wildcard jvm/delta-log-store/src/main/java/org/integrationhub/delta/*.java) \
 		$(VENV)/.installed | jdk
 	@echo "==> JVM jars from Maven Central into $(JARS) (Kafka broker; Delta, Kafka and Avro for Spark; S3A for s3a:// tables; Derby metastore server and the PostgreSQL JDBC driver; the Thrift server's authenticator; the Delta log store for local tables)"

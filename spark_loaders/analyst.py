@@ -6,12 +6,17 @@ newest committed version of each table while the loader keeps writing.
 
 Logins are checked by HiveServer2's CUSTOM authentication with the hub's own provider,
 `org.integrationhub.thrift.HubKeyAuthenticator` (jvm/thrift-auth): the password of a login must
-be a hub API key, which the provider checks with the hub API. Any valid key may read every
-table: the tables are the organization's shared read surface (docs/security.md).
+be a hub API key, which the provider checks with the hub API. The provider is configured once,
+before the server starts, from these settings; nothing a session sends can change it.
 
-The server's session is read-only: the Spark SQL extension `org.integrationhub.thrift.ReadOnlySql`
-(same jar) refuses every statement but queries, SHOW, DESCRIBE, EXPLAIN, USE, SET to read a
-setting and temporary views. Tables change only through the loader (and an admin's `hub sql`).
+The server is started by `org.integrationhub.thrift.AnalystThriftServer` (same jar), whose front
+door refuses session settings outside a short allow-list (the schema, a fetch size) and runs a
+statement only when `StatementAllowlist` allows every plan node and function in it (queries over
+the catalog's tables, SHOW, DESCRIBE, EXPLAIN, USE, SET to read a setting, temporary views). The
+Spark SQL extension `org.integrationhub.thrift.ReadOnlySql` refuses writes and escapes in every
+plan of the session as a second line. Each statement is bounded in time and in result size.
+Tables change only through the loader (and an admin's `hub sql`). See docs/security.md and
+docs/adr/0061-the-analysts-door-hardened-not-kyuubi.md.
 """
 
 import logging
@@ -19,6 +24,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -31,7 +37,7 @@ from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)
 
-_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+_SERVER_CLASS = "org.integrationhub.thrift.AnalystThriftServer"
 AUTHENTICATOR_CLASS = "org.integrationhub.thrift.HubKeyAuthenticator"
 READ_ONLY_EXTENSION = "org.integrationhub.thrift.ReadOnlySql"
 _CUSTOM_CLASS_PROPERTY = "hive.server2.custom.authentication.class"
@@ -77,8 +83,24 @@ def thrift_conf(settings: AnalystSettings, loader: LoaderSettings) -> dict[str, 
         "spark.hadoop.hive.variable.substitute": "false",
         # No `SELECT ... FROM text.`/path``: analysts read tables, not the server's files.
         "spark.sql.runSQLOnFiles": "false",
+        **statement_bounds_conf(settings),
         **staleness_conf(settings),
         **SAFE_CONF,
+    }
+
+
+def statement_bounds_conf(settings: AnalystSettings) -> dict[str, str]:
+    """Bound each statement: its run time, and the size of the result the driver collects.
+
+    A statement past `statement_timeout_seconds` is cancelled (its Spark jobs interrupted) and
+    the client told it timed out; a result larger than `max_result_mb` fails the statement with
+    Spark's `spark.driver.maxResultSize` error instead of filling the server's memory. A session
+    cannot raise either: it may not change settings (docs/security.md).
+    """
+    return {
+        "spark.sql.thriftServer.queryTimeout": f"{settings.statement_timeout_seconds}s",
+        "spark.sql.thriftServer.interruptOnCancel": "true",
+        "spark.driver.maxResultSize": f"{settings.max_result_mb}m",
     }
 
 
@@ -120,20 +142,27 @@ def _authenticator_conf() -> dict[str, str]:
 
 
 def authenticator_properties(settings: AnalystSettings) -> dict[str, str]:
-    """JVM system properties that configure `HubKeyAuthenticator`.
+    """JVM system properties HiveServer2 reads at each login: the provider's class only.
 
     HiveServer2's `CustomAuthenticationProviderImpl` builds a fresh `HiveConf` for every login,
-    which reads hive-site.xml and system properties but not the session's `spark.hadoop.*`
-    settings; so the provider's class and settings are set as system properties of the driver.
+    which reads system properties but not the session's `spark.hadoop.*` settings. The provider's
+    own settings are not system properties: `configure_authenticator` gives them to it once.
+    No session can write a system property: the server refuses `set:system:` settings.
     """
     if settings.auth is not AnalystAuth.HUB_KEYS:
         return {}
-    return {
-        _CUSTOM_CLASS_PROPERTY: AUTHENTICATOR_CLASS,
-        "hub.analyst.api.url": settings.api_url,
-        "hub.analyst.auth.timeout.ms": str(round(settings.auth_timeout_seconds * 1000)),
-        "hub.analyst.auth.cache.seconds": str(settings.auth_cache_seconds),
-    }
+    return {_CUSTOM_CLASS_PROPERTY: AUTHENTICATOR_CLASS}
+
+
+def configure_authenticator(jvm: Any, settings: AnalystSettings) -> None:
+    """Give `HubKeyAuthenticator` its settings, once per JVM, before the server starts."""
+    if settings.auth is not AnalystAuth.HUB_KEYS:
+        return
+    jvm.org.integrationhub.thrift.HubKeyAuthenticator.configure(
+        settings.api_url,
+        round(settings.auth_timeout_seconds * 1000),
+        settings.auth_cache_seconds,
+    )
 
 
 class ThriftServer:
@@ -156,6 +185,7 @@ class ThriftServer:
         assert jvm is not None, "the session has no JVM"
         for name, value in authenticator_properties(self._settings).items():
             jvm.java.lang.System.setProperty(name, value)
+        configure_authenticator(jvm, self._settings)
         # Spark logs at WARN; the server's log should still say who logged in.
         log4j = jvm.org.apache.logging.log4j
         log4j.core.config.Configurator.setLevel("org.integrationhub", log4j.Level.INFO)
@@ -168,7 +198,7 @@ class ThriftServer:
             self._settings.port,
             _describe_auth(self._settings),
         )
-        self._server = server_object.startWithContext(self._spark._jsparkSession.sqlContext())
+        self._server = server_object.start(self._spark._jsparkSession)
         deadline = time.monotonic() + self._settings.start_timeout_seconds
         while not _accepts(self._settings.host, self._settings.port):
             if time.monotonic() > deadline:

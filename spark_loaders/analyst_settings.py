@@ -54,6 +54,24 @@ class AnalystSettings(BaseSettings):
             "the key is kept): a revoked key is locked out within this time."
         ),
     )
+    statement_timeout_seconds: int = Field(
+        default=300,
+        ge=1,
+        le=86_400,
+        description=(
+            "How long one statement may run before the server cancels it "
+            "(spark.sql.thriftServer.queryTimeout); a client may ask for less, never more."
+        ),
+    )
+    max_result_mb: int = Field(
+        default=256,
+        ge=1,
+        le=16_384,
+        description=(
+            "Largest result, in MiB of serialized rows, one statement may bring to the server "
+            "(spark.driver.maxResultSize); a larger one fails with Spark's error naming it."
+        ),
+    )
     start_timeout_seconds: float = Field(
         default=120.0, gt=0, description="How long to wait for the server to accept connections."
     )

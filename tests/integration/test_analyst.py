@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from impala.dbapi import connect
-from impala.error import OperationalError
+from impala.error import HiveServer2Error, OperationalError
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from thrift.transport.TTransport import TTransportException
@@ -38,6 +38,10 @@ from tests.support.waiting import wait_until
 pytestmark = pytest.mark.integration
 
 TEAM = "analysts"
+STATEMENT_TIMEOUT_S = 45
+# A statement refused before it runs fails the ExecuteStatement call itself (impyla's
+# HiveServer2Error); one refused while it runs fails its operation (OperationalError).
+REFUSED = (HiveServer2Error, OperationalError)
 
 
 @dataclass
@@ -122,7 +126,14 @@ def analyst_server(
     with log_path.open("wb") as log_file:
         server = subprocess.Popen(
             [sys.executable, "-m", "hub_cli.main", "analyst", "serve", "--port", str(port)],
-            env={**_analyst_env(landing.settings), "HUB_ANALYST_API_URL": landing.api_url},
+            env={
+                **_analyst_env(landing.settings),
+                "HUB_ANALYST_API_URL": landing.api_url,
+                # Small bounds, so that the tests reach them cheaply; the module's own
+                # statements stay far below both.
+                "HUB_ANALYST_STATEMENT_TIMEOUT_SECONDS": str(STATEMENT_TIMEOUT_S),
+                "HUB_ANALYST_MAX_RESULT_MB": "4",
+            },
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -156,13 +167,19 @@ def _wait_for_rows(spark: SparkSession, table: str, count: int) -> None:
     assert live_count(spark, table) == count
 
 
-def _thrift_rows(port: int, statement: str, *, key: str) -> list[tuple[Any, ...]]:
-    """Run `statement` as a client would, logging in with the API key `key` as the password."""
+def _thrift_rows(
+    port: int, statement: str, *, key: str, settings: dict[str, str] | None = None
+) -> list[tuple[Any, ...]]:
+    """Run `statement` as a client would, logging in with the API key `key` as the password.
+
+    `settings` go into the session's handshake (OpenSession), as JDBC URL settings and beeline's
+    `--hiveconf` do.
+    """
     connection = connect(
         host="127.0.0.1", port=port, auth_mechanism="PLAIN", user=TEAM, password=key
     )
     try:
-        cursor = connection.cursor()
+        cursor = connection.cursor(configuration=settings)
         try:
             cursor.execute(statement)
             rows: list[tuple[Any, ...]] = cursor.fetchall()
@@ -284,6 +301,11 @@ _WRITES = {
     "optimize": ("OPTIMIZE {table}", "OPTIMIZE"),
     "set": ("SET spark.sql.variable.substitute=true", "SET of a value"),
     "reflect": ("SELECT reflect('java.lang.System', 'getenv', 'PATH')", "reflect"),
+    "cache": ("CACHE TABLE {table}", "CACHE TABLE"),
+    "write-a-directory": (
+        "INSERT OVERWRITE LOCAL DIRECTORY '/tmp/hub-analyst-out' USING text SELECT 'a'",
+        "DIR",
+    ),
 }
 
 
@@ -303,7 +325,7 @@ def test_a_team_key_cannot_change_any_table(
         _wait_for_rows(spark, landing.table, 2)
         before = 2
 
-    with pytest.raises(OperationalError, match="read-only") as refused:
+    with pytest.raises(REFUSED, match="read-only") as refused:
         _thrift_rows(analyst_server.port, statement.format(table=landing.table), key=key)
 
     assert kind in str(refused.value)
@@ -319,7 +341,7 @@ def test_a_team_key_cannot_change_any_table(
 def test_a_team_key_cannot_read_the_servers_files_as_tables(
     analyst_server: AnalystServer, team_key: Callable[[str], str]
 ) -> None:
-    with pytest.raises(OperationalError, match=r"TABLE_OR_VIEW_NOT_FOUND|UNSUPPORTED_DATASOURCE"):
+    with pytest.raises(REFUSED, match=r"TABLE_OR_VIEW_NOT_FOUND|UNSUPPORTED_DATASOURCE"):
         _thrift_rows(
             analyst_server.port, "SELECT * FROM text.`/etc/hostname`", key=team_key("marketing")
         )
@@ -347,3 +369,176 @@ def test_hub_sql_reads_a_table_while_the_loader_keeps_landing(
     landing.publish_views(5)
     _wait_for_rows(spark, landing.table, before + 15)
     assert landing.query.isActive
+
+
+# Statements that would reach the server's process, its files or its environment, each with
+# what the refusal names.
+_ESCAPES = {
+    "script-transformation": ("SELECT TRANSFORM('a') USING 'id' AS (o STRING)", "TRANSFORM"),
+    "script-reading-the-environment": (
+        "SELECT TRANSFORM(view_id) USING 'cat /proc/self/environ' AS (o STRING) FROM {table}",
+        "TRANSFORM",
+    ),
+    "java-method": ("SELECT java_method('java.lang.System', 'getenv', 'PATH')", "java_method"),
+    "try-reflect": ("SELECT try_reflect('java.lang.System', 'getenv', 'HOME')", "reflect"),
+    "reflection-in-a-subquery": (
+        "SELECT * FROM {table} WHERE url = (SELECT reflect('java.lang.System', 'getenv', 'HOME'))",
+        "reflect",
+    ),
+    "reflection-behind-a-cte": (
+        "WITH q AS (SELECT java_method('java.lang.System', 'exit', 0)) SELECT * FROM q",
+        "java_method",
+    ),
+    "temporary-view-hiding-a-script": (
+        "CREATE TEMPORARY VIEW hidden AS SELECT TRANSFORM('a') USING 'id' AS (o STRING)",
+        "TRANSFORM",
+    ),
+    "temporary-function": (
+        "CREATE TEMPORARY FUNCTION f AS 'org.apache.hadoop.hive.ql.udf.UDFReflect'",
+        "CREATE FUNCTION",
+    ),
+    "temporary-view-over-a-file": (
+        "CREATE TEMPORARY VIEW etc USING text OPTIONS (path '/etc/hostname')",
+        "CREATE TEMP VIEW USING",
+    ),
+    "file-names-of-a-table": ("SELECT input_file_name() FROM {table}", "input_file_name"),
+    "xml-entities": ("SELECT xpath('<a><b>1</b></a>', 'a/b')", "xpath"),
+    "execute-immediate": (
+        "EXECUTE IMMEDIATE 'SELECT reflect(\\'java.lang.System\\', \\'getenv\\', \\'PATH\\')'",
+        "reflect",
+    ),
+}
+
+
+@pytest.mark.parametrize(("statement", "construct"), list(_ESCAPES.values()), ids=list(_ESCAPES))
+def test_a_statement_that_would_reach_the_server_itself_is_refused_naming_the_construct(
+    landing: Landing,
+    analyst_server: AnalystServer,
+    team_key: Callable[[str], str],
+    statement: str,
+    construct: str,
+) -> None:
+    with pytest.raises(REFUSED, match="read-only") as refused:
+        _thrift_rows(
+            analyst_server.port, statement.format(table=landing.table), key=team_key("marketing")
+        )
+
+    message = str(refused.value)
+    assert construct in message
+    # Nothing of the server's process came back.
+    assert "uid=" not in message
+    assert "PATH=" not in message
+    assert "/root" not in message
+
+
+# What analysts run every day: each must still run through the guard.
+_QUERIES = [
+    "SELECT device, count(*), avg(duration_ms), max(url) FROM {table} GROUP BY device",
+    "SELECT a.view_id FROM {table} a JOIN {table} b ON a.view_id = b.view_id "
+    "WHERE a.duration_ms >= 0",
+    "SELECT view_id, row_number() OVER (PARTITION BY device ORDER BY duration_ms DESC) "
+    "FROM {table}",
+    "WITH v AS (SELECT * FROM {table} WHERE duration_ms >= 0) "
+    "SELECT count(DISTINCT user_id) FROM v",
+    "SELECT upper(url), coalesce(device, 'none'), date_trunc('HOUR', _hub_timestamp), "
+    "CASE WHEN duration_ms BETWEEN 0 AND 100 THEN 'short' ELSE 'long' END FROM {table} LIMIT 5",
+    "SELECT device, count(*) FROM {table} GROUP BY ROLLUP(device) ORDER BY 2 DESC LIMIT 3",
+    "SELECT * FROM {table} WHERE view_id IN (SELECT view_id FROM {table} LIMIT 3)",
+    "DESCRIBE EXTENDED {table}",
+    "DESCRIBE HISTORY {table}",
+    "SHOW TABLES IN bronze",
+    "SHOW DATABASES",
+]
+
+
+@pytest.mark.parametrize("query", _QUERIES)
+def test_an_analysts_ordinary_query_runs_through_the_guard(
+    landing: Landing,
+    analyst_server: AnalystServer,
+    team_key: Callable[[str], str],
+    spark: SparkSession,
+    query: str,
+) -> None:
+    if live_count(spark, landing.table) == 0:
+        landing.publish_views(3)
+        _wait_for_rows(spark, landing.table, 3)
+
+    rows = _thrift_rows(
+        analyst_server.port, query.format(table=landing.table), key=team_key("marketing")
+    )
+
+    assert rows
+
+
+_SESSION_SETTINGS = {
+    "variable-substitution": ("set:hiveconf:spark.sql.variable.substitute", "true"),
+    "login-provider": (
+        "set:system:hive.server2.custom.authentication.class",
+        "org.apache.hive.service.auth.AnonymousAuthenticationProviderImpl",
+    ),
+    "key-check-url": ("set:system:hub.analyst.api.url", "http://127.0.0.1:9/"),
+    "a-spark-setting": ("spark.sql.runSQLOnFiles", "true"),
+    "a-variable": ("set:hivevar:home", "${env:HOME}"),
+    "a-schema-that-is-not-a-name": ("use:database", "bronze; DROP TABLE x"),
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), list(_SESSION_SETTINGS.values()), ids=list(_SESSION_SETTINGS)
+)
+def test_a_session_cannot_change_the_servers_settings_when_it_opens(
+    landing: Landing, analyst_server: AnalystServer, name: str, value: str
+) -> None:
+    with pytest.raises(
+        HiveServer2Error, match=r"refuses the (value of the )?session setting"
+    ) as refused:
+        _thrift_rows(analyst_server.port, "SELECT 1", key=landing.key, settings={name: value})
+    assert name in str(refused.value)
+
+    # The login check is as it was: a password that is not a key is still refused.
+    with pytest.raises(TTransportException, match="Error validating the login"):
+        _thrift_rows(analyst_server.port, "SELECT 1", key="not-a-key")
+    assert _thrift_rows(analyst_server.port, "SELECT '${env:HOME}'", key=landing.key) == [
+        ("${env:HOME}",)
+    ]
+
+
+def test_a_session_may_start_in_a_schema_of_its_choice(
+    landing: Landing, analyst_server: AnalystServer
+) -> None:
+    rows = _thrift_rows(
+        analyst_server.port,
+        "SELECT current_database()",
+        key=landing.key,
+        settings={"use:database": "bronze"},
+    )
+
+    assert rows == [("bronze",)]
+
+
+def test_a_statement_past_the_time_limit_is_cancelled_with_an_error_that_says_so(
+    landing: Landing, analyst_server: AnalystServer
+) -> None:
+    with pytest.raises(OperationalError, match="time limit") as refused:
+        _thrift_rows(
+            analyst_server.port, "SELECT count(*) FROM range(1000000000000)", key=landing.key
+        )
+
+    assert f"{STATEMENT_TIMEOUT_S}s" in str(refused.value)
+    # The server is free again: the cancelled statement's tasks stopped.
+    assert _thrift_rows(analyst_server.port, "SELECT 1", key=landing.key) == [(1,)]
+
+
+def test_a_result_larger_than_the_limit_fails_instead_of_filling_the_server(
+    landing: Landing, analyst_server: AnalystServer
+) -> None:
+    with pytest.raises(OperationalError, match=r"spark\.driver\.maxResultSize"):
+        _thrift_rows(
+            analyst_server.port,
+            # About 19 MB of hashes, which compress to well over the server's 4 MB.
+            "SELECT id, sha2(cast(id AS STRING), 512), sha2(cast(id + 1 AS STRING), 512), "
+            "sha2(cast(id + 2 AS STRING), 512) FROM range(50000)",
+            key=landing.key,
+        )
+
+    assert _thrift_rows(analyst_server.port, "SELECT 1", key=landing.key) == [(1,)]

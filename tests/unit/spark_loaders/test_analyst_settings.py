@@ -62,12 +62,21 @@ def test_logins_need_a_hub_api_key_by_default_even_on_loopback(
     assert conf["spark.hadoop.hive.server2.authentication"] == "CUSTOM"
     # On the JVM's own class path, where every HiveServer2 worker thread finds it.
     assert conf["spark.driver.extraClassPath"] == str(tmp_path / "hub-thrift-auth-0.1.0.jar")
+    # The provider's class only: its own settings are given once, not kept where a session
+    # could change them (HubKeyAuthenticator.configure).
     assert authenticator_properties(settings) == {
         "hive.server2.custom.authentication.class": AUTHENTICATOR_CLASS,
-        "hub.analyst.api.url": "http://hub-api:8080",
-        "hub.analyst.auth.timeout.ms": "3000",
-        "hub.analyst.auth.cache.seconds": "60",
     }
+
+
+def test_each_statement_is_bounded_in_time_and_result_size(tmp_path: Path) -> None:
+    settings = AnalystSettings(statement_timeout_seconds=45, max_result_mb=64)
+
+    conf = thrift_conf(settings, _loader(tmp_path))
+
+    assert conf["spark.sql.thriftServer.queryTimeout"] == "45s"
+    assert conf["spark.sql.thriftServer.interruptOnCancel"] == "true"
+    assert conf["spark.driver.maxResultSize"] == "64m"
 
 
 def test_the_authenticator_joins_the_metastore_client_on_the_class_path(tmp_path: Path) -> None:

@@ -27,39 +27,59 @@ import org.slf4j.LoggerFactory;
  * session); the key says who connects. The key is checked by the hub API ({@code GET
  * /v1/whoami}), so revoking a key there locks it out here too, within the cache time.
  *
- * <p>Why the settings are Java system properties: HiveServer2's {@code
- * CustomAuthenticationProviderImpl} builds a fresh {@code new HiveConf()} and a new instance of
- * this class for every login. That HiveConf sees hive-site.xml and system properties, not the
- * Spark session's {@code spark.hadoop.*} settings, so {@code spark_loaders/analyst.py} sets the
- * class name and these properties on the driver JVM before the server starts. For the same
- * reason the cache and the HTTP client are static: an instance lives for one login only.
+ * <p>Why the settings are set once, by {@link #configure}: HiveServer2's {@code
+ * CustomAuthenticationProviderImpl} builds a new instance of this class for every login, and a
+ * setting read at each login from a mutable place (a Java system property, which a session's
+ * {@code set:system:} handshake setting could write) would let a caller repoint the key check. So
+ * {@code spark_loaders/analyst.py} calls {@link #configure} once, from the hub's settings, before
+ * the server starts; a second call is refused, and the settings, cache and HTTP client are static
+ * because an instance lives for one login only.
  *
  * <p>The key never reaches a log line or an error message; the cache keeps only its SHA-256.
  */
 public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
 
-  /** Base URL of the hub API, e.g. {@code http://127.0.0.1:8080}. */
-  public static final String API_URL_PROPERTY = "hub.analyst.api.url";
-
-  /** How long one key check may take, in milliseconds. */
-  public static final String TIMEOUT_PROPERTY = "hub.analyst.auth.timeout.ms";
-
-  /** How long a verified key is trusted without asking the API again, in seconds. */
-  public static final String CACHE_PROPERTY = "hub.analyst.auth.cache.seconds";
+  /** What the provider was configured with: where the API is and how long to trust a key. */
+  private record Settings(URI whoami, Duration timeout, Duration cacheTime, HttpClient client) {}
 
   private static final Logger LOG = LoggerFactory.getLogger(HubKeyAuthenticator.class);
   private static final int MAX_CACHED_KEYS = 10_000;
   private static final Pattern KEY_ID = Pattern.compile("\"key_id\"\\s*:\\s*\"([^\"]{1,64})\"");
   private static final Pattern TEAM = Pattern.compile("\"team\"\\s*:\\s*\"([^\"]{1,64})\"");
+  private static final Pattern ROLE = Pattern.compile("\"role\"\\s*:\\s*\"([^\"]{1,64})\"");
+
+  /** The roles of `GET /v1/whoami` whose keys may log in: people's keys, not the loader's. */
+  private static final java.util.Set<String> LOGIN_ROLES = java.util.Set.of("team", "admin");
 
   /** SHA-256 of each verified key, hex, to the {@link System#nanoTime()} it expires at. */
   private static final Map<String, Long> VERIFIED = new ConcurrentHashMap<>();
 
-  private static final HttpClient CLIENT =
-      HttpClient.newBuilder()
-          .connectTimeout(Duration.ofMillis(longProperty(TIMEOUT_PROPERTY, 3000)))
-          .followRedirects(HttpClient.Redirect.NEVER)
-          .build();
+  private static volatile Settings settings;
+
+  /**
+   * Sets where keys are checked and how long a verified one is trusted; once per JVM.
+   *
+   * @param apiUrl base URL of the hub API, e.g. {@code http://127.0.0.1:8080}
+   * @param timeoutMillis how long one key check may take
+   * @param cacheSeconds how long a verified key is trusted without asking the API again
+   */
+  public static synchronized void configure(String apiUrl, long timeoutMillis, long cacheSeconds) {
+    if (settings != null) {
+      throw new IllegalStateException("the hub key authenticator is configured already");
+    }
+    String base = apiUrl.strip().replaceAll("/+$", "");
+    URI whoami = URI.create(base + "/v1/whoami");
+    if (!("http".equals(whoami.getScheme()) || "https".equals(whoami.getScheme()))) {
+      throw new IllegalArgumentException("the hub API URL must be http or https: " + base);
+    }
+    Duration timeout = Duration.ofMillis(timeoutMillis);
+    HttpClient client =
+        HttpClient.newBuilder()
+            .connectTimeout(timeout)
+            .followRedirects(HttpClient.Redirect.NEVER)
+            .build();
+    settings = new Settings(whoami, timeout, Duration.ofSeconds(cacheSeconds), client);
+  }
 
   /** HiveServer2 constructs the provider by reflection, with no arguments. */
   public HubKeyAuthenticator() {}
@@ -79,33 +99,47 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
       return;
     }
     VERIFIED.remove(digest);
-    String body = askApi(who, password);
-    remember(digest);
+    Settings current = settings;
+    if (current == null) {
+      LOG.error("cannot check logins: the authenticator was not configured at start");
+      throw new AuthenticationException(
+          "The Thrift server cannot check API keys: its authenticator is not configured.");
+    }
+    String body = askApi(current, who, password);
+    String role = field(ROLE, body, "?");
+    if (!LOGIN_ROLES.contains(role)) {
+      // A loader's key reads schemas for the loader; people log in with team or admin keys.
+      LOG.warn(
+          "refused a login of user '{}': key {} has the role '{}', which may not log in",
+          who,
+          field(KEY_ID, body, "?"),
+          role);
+      throw new AuthenticationException(
+          "This key's role ('" + role + "') may not log in here. Use a team or admin key.");
+    }
+    remember(current, digest);
     LOG.info(
         "user '{}' logged in with key {} ({})",
         who,
         field(KEY_ID, body, "?"),
-        field(TEAM, body, null) == null ? "admin key" : "team " + field(TEAM, body, "?"));
+        "admin".equals(role) ? "admin key" : "team " + field(TEAM, body, "?"));
   }
 
   /** The API's answer about the key; throws unless the API knows it. */
-  private static String askApi(String who, String key) throws AuthenticationException {
-    String apiUrl = System.getProperty(API_URL_PROPERTY, "").strip();
-    if (apiUrl.isEmpty()) {
-      LOG.error("cannot check logins: {} is not set (HUB_ANALYST_API_URL)", API_URL_PROPERTY);
-      throw new AuthenticationException(
-          "The Thrift server cannot check API keys: it has no hub API URL (HUB_ANALYST_API_URL).");
-    }
+  private static String askApi(Settings current, String who, String key)
+      throws AuthenticationException {
+    String apiUrl = current.whoami().toString();
     HttpResponse<String> response;
     try {
       HttpRequest request =
-          HttpRequest.newBuilder(URI.create(apiUrl.replaceAll("/+$", "") + "/v1/whoami"))
-              .timeout(Duration.ofMillis(longProperty(TIMEOUT_PROPERTY, 3000)))
+          HttpRequest.newBuilder(current.whoami())
+              .timeout(current.timeout())
               .header("Authorization", "Bearer " + key)
               .header("Accept", "application/json")
               .GET()
               .build();
-      response = CLIENT.send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+      response =
+          current.client().send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
     } catch (IOException | IllegalArgumentException e) {
       // The messages of these exceptions name the URL and the cause, never request headers.
       LOG.warn(
@@ -144,12 +178,11 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
             + ". Try again later.");
   }
 
-  private static void remember(String digest) {
+  private static void remember(Settings current, String digest) {
     if (VERIFIED.size() >= MAX_CACHED_KEYS) {
       VERIFIED.clear();
     }
-    long ttlNanos = Duration.ofSeconds(longProperty(CACHE_PROPERTY, 60)).toNanos();
-    VERIFIED.put(digest, System.nanoTime() + ttlNanos);
+    VERIFIED.put(digest, System.nanoTime() + current.cacheTime().toNanos());
   }
 
   private static String sha256(String text) {
@@ -174,13 +207,5 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
     }
     String cut = user.length() > 64 ? user.substring(0, 64) : user;
     return cut.replaceAll("\\p{Cntrl}", "?");
-  }
-
-  private static long longProperty(String name, long fallback) {
-    try {
-      return Long.parseLong(System.getProperty(name, Long.toString(fallback)).strip());
-    } catch (NumberFormatException e) {
-      return fallback;
-    }
   }
 }
