@@ -88,6 +88,14 @@ class FeedStore:
                 raise FeedNotFound(topic)
             session.delete(row)
 
+    def team_exists(self, *, team: TeamName) -> bool:
+        """Whether `team` exists: a new feed's owner must, and is checked before anything of
+        the feed is written."""
+        if not _storable(team):
+            return False
+        with transaction(self._sessions) as session:
+            return session.get(TeamRow, team) is not None
+
     def count(self, *, owner: TeamName) -> int:
         """How many feeds `owner` has (for its quota)."""
         with transaction(self._sessions) as session:

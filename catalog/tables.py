@@ -37,6 +37,27 @@ class ApiKeyRow(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
+class ConsoleSessionRow(Base):
+    """A signed-in console session: the SHA-256 of its random id, never the id, and the key it
+    stands for. Expired rows are found by their indexed times (`SessionStore.purge`)."""
+
+    __tablename__ = "console_sessions"
+
+    id_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key_id: Mapped[str] = mapped_column(
+        ForeignKey("api_keys.key_id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    team: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    is_admin: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, index=True
+    )
+    last_seen_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, index=True
+    )
+
+
 class FeedRow(Base):
     __tablename__ = "feeds"
 

@@ -2,6 +2,7 @@
 
 import hashlib
 import hmac
+import re
 import secrets
 from datetime import UTC, datetime
 
@@ -15,6 +16,17 @@ from catalog.types import ApiKey, Principal, Team, TeamName
 from hub_core.database import transaction
 
 _PREFIX = "hub"
+_KEY_ID_BYTES = 6
+_SECRET_BYTES = 32
+# Every key `create_key` issues: the prefix, the key id (6 random bytes as lowercase hex), the
+# secret (32 random bytes as unpadded URL-safe base64, which may hold `_` and `-`).
+KEY_SHAPE = re.compile(r"hub_[0-9a-f]{12}_[A-Za-z0-9_-]{43}")
+
+
+def well_formed(token: str) -> bool:
+    """Whether `token` has the shape of a key this hub issues (length and alphabet): anything
+    else is no key of the hub, whatever the database holds."""
+    return KEY_SHAPE.fullmatch(token) is not None
 
 
 def _digest(secret: str) -> str:
@@ -36,10 +48,17 @@ class TeamStore:
         except IntegrityError as exc:
             raise TeamExists(name) from exc
 
-    def create_key(self, *, team: TeamName | None, admin: bool = False) -> tuple[ApiKey, str]:
-        """A new key for `team` (or an admin key); returns it with its token, shown only now."""
-        key_id = secrets.token_hex(6)
-        secret = secrets.token_urlsafe(32)
+    def create_key(
+        self, *, team: TeamName | None, admin: bool = False, loader: bool = False
+    ) -> tuple[ApiKey, str]:
+        """A new key for `team`, an admin key, or a loader key (it only reads, KeyRole.LOADER);
+        returns it with its token, shown only now."""
+        if (team is not None) + admin + loader != 1:
+            # The role is the stored team and admin flag (`key_role`): a key asked for with
+            # neither would silently be a loader key.
+            raise ValueError("a key is of one team, or admin=True, or loader=True")
+        key_id = secrets.token_hex(_KEY_ID_BYTES)
+        secret = secrets.token_urlsafe(_SECRET_BYTES)
         with transaction(self._sessions) as session:
             if team is not None and session.get(TeamRow, team) is None:
                 raise TeamNotFound(team)
@@ -70,11 +89,12 @@ class TeamStore:
             return [_key(r) for r in session.scalars(query)]
 
     def verify(self, token: str) -> Principal | None:
-        """The principal a token stands for, or None when it is unknown, wrong or revoked."""
-        prefix, _, rest = token.partition("_")
-        key_id, _, secret = rest.partition("_")
-        if prefix != _PREFIX or not key_id or not secret:
+        """The principal a token stands for, or None when it is unknown, wrong or revoked; a
+        token without a key's shape is None without a database read."""
+        if not well_formed(token):
             return None
+        _prefix, _, rest = token.partition("_")
+        key_id, _, secret = rest.partition("_")
         with transaction(self._sessions) as session:
             row = session.get(ApiKeyRow, key_id)
             if row is None or row.revoked_at is not None:

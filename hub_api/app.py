@@ -8,6 +8,7 @@ from datetime import timedelta
 from fastapi import FastAPI
 
 from catalog.lineage import LineageStore, LineageSync
+from catalog.sessions import SessionStore
 from catalog.teams import TeamStore
 from connectors.control import ControlPlane
 from connectors.settings import ConnectSettings
@@ -24,6 +25,8 @@ from hub_api import (
     rest_proxy_routes,
 )
 from hub_api.auth import KeyVerifier
+from hub_api.bodies import RequestBodies
+from hub_api.console_sessions import ConsoleSessions
 from hub_api.console_views import ConsoleViews
 from hub_api.errors import install_error_handlers
 from hub_api.gate import RequestGate
@@ -67,6 +70,7 @@ def create_app(
             feed_quotas=FeedQuotas(
                 feeds_per_team=api.quota_feeds_per_team,
                 partitions_per_feed=api.quota_partitions_per_feed,
+                description_bytes=api.max_feed_description_bytes,
             ),
         )
         app.state.api_settings = api
@@ -83,6 +87,14 @@ def create_app(
         app.state.metrics.follow_connector_consumers(lambda: connectors.consumers_opened)
         app.state.keys = KeyVerifier(
             TeamStore(services.engine), cache_seconds=api.key_cache_seconds
+        )
+        app.state.console_sessions = ConsoleSessions(
+            SessionStore(
+                services.engine,
+                lifetime=timedelta(seconds=api.console_session_seconds),
+                idle_timeout=timedelta(seconds=api.console_idle_seconds),
+            ),
+            api,
         )
         reader = TopicReader(kafka)
         app.state.loader = loader = LoaderClient(api)
@@ -132,8 +144,11 @@ def create_app(
     app.add_middleware(PublishLane)
     app.add_middleware(CachedRegistryReads)
     app.add_middleware(BodySizeLimit, max_bytes=api.max_body_bytes)
-    # Outside the size limit: slots, rate limits and key checks come before the body is read.
+    # Outside the size limit: rate limits and key checks come before the body is read.
     app.add_middleware(RequestGate, settings=api)
+    # Outside the gate: bodies' time and memory limits, write slots once a body has arrived, and
+    # draining an unread body before an answer given without it.
+    app.add_middleware(RequestBodies, settings=api)
     app.add_middleware(RequestMetrics, metrics=metrics)
     app.add_middleware(health_routes.Liveness)  # outermost: answers before anything else runs
     install_error_handlers(app, pages=console_routes.error_page)

@@ -2,65 +2,97 @@
 
 import base64
 import binascii
-import threading
-import time
 from typing import Annotated
 
 from fastapi import Depends, Request
 
-from catalog.teams import TeamStore
-from catalog.types import Principal, TeamName
+from catalog.teams import TeamStore, well_formed
+from catalog.types import KeyRole, Principal, TeamName
+from hub_api.console_sessions import ConsoleSessions, in_console
 from hub_api.errors import Forbidden, Unauthenticated
 from hub_api.settings import ApiSettings, AuthMode
+from hub_core.ttl import TtlCache
 from publish.feeds import FeedService
 
 _ANONYMOUS_ADMIN = Principal(key_id="anonymous", team=None, admin=True)
 # Where the request gate (hub_api/gate.py) leaves the caller it verified: a Principal, or None.
 PRINCIPAL_SCOPE_KEY = "hub.principal"
-# The console's key cookie: HttpOnly, Secure, SameSite=Strict and sent only under its path, so
-# a cookie never stands in for a key anywhere else (docs/adr/0036-web-console.md).
-CONSOLE_PATH = "/console"
-CONSOLE_KEY_COOKIE = "hub_console_key"
+
+
+# Answers remembered per worker, for known and for unknown keys apart: made-up keys, however
+# many, never push out the keys in use, and cost at most this many entries.
+MAX_REMEMBERED_KEYS = 10_000
+_MALFORMED = (
+    "The Authorization header holds no API key of this hub. A key is `hub_`, 12 hex digits, "
+    "`_` and 43 characters of A-Z, a-z, 0-9, `_` and `-`, sent as `Authorization: Bearer "
+    "<key>` (or as the password of Basic auth). Send a key made by `hub key create`, or no "
+    "Authorization header at all for the reads that are public."
+)
+_NOT_VALID = (
+    "The API key is not valid: no key of this hub has that id and secret, or it was revoked. "
+    "Send a current key (`hub key list` shows the ids), or no Authorization header at all for "
+    "the reads that are public."
+)
 
 
 class KeyVerifier:
-    """Verifies API keys against the catalog, remembering answers for a few seconds."""
+    """Verifies API keys against the catalog, remembering answers for a few seconds.
 
-    def __init__(self, teams: TeamStore, *, cache_seconds: float) -> None:
+    A token without a key's shape is refused before any lookup and never remembered, so a
+    caller cannot make the hub read the database or hold memory with arbitrary text; only
+    well-formed tokens are looked up, and each answer is kept in a bounded cache.
+    """
+
+    def __init__(
+        self, teams: TeamStore, *, cache_seconds: float, max_entries: int = MAX_REMEMBERED_KEYS
+    ) -> None:
         self._teams = teams
-        self._cache_seconds = cache_seconds
-        self._cache: dict[str, tuple[float, Principal | None]] = {}
-        self._lock = threading.Lock()
+        self._known: TtlCache[str, Principal] = TtlCache(cache_seconds, max_entries=max_entries)
+        self._unknown: TtlCache[str, bool] = TtlCache(cache_seconds, max_entries=max_entries)
 
     def cached(self, token: str) -> tuple[bool, Principal | None]:
-        """Whether the answer for `token` is remembered, and that answer; never waits on the
-        database, so the event loop may call it."""
-        with self._lock:
-            hit = self._cache.get(token)
-        if hit is not None and hit[0] > time.monotonic():
-            return True, hit[1]
-        return False, None
+        """Whether the answer for `token` is known without the database, and that answer;
+        never waits on the database, so the event loop may call it."""
+        if not well_formed(token):
+            return True, None
+        principal = self._known.get(token)
+        if principal is not None:
+            return True, principal
+        return bool(self._unknown.get(token)), None
 
     def verify(self, token: str) -> Principal | None:
-        now = time.monotonic()
-        with self._lock:
-            hit = self._cache.get(token)
-        if hit is not None and hit[0] > now:
-            return hit[1]
+        known, principal = self.cached(token)
+        if known:
+            return principal
         principal = self._teams.verify(token)
-        with self._lock:
-            if len(self._cache) > 10_000:
-                self._cache.clear()
-            self._cache[token] = (now + self._cache_seconds, principal)
+        if principal is None:
+            self._unknown.put(token, True)
+        else:
+            self._known.put(token, principal)
         return principal
 
 
 def credentials(request: Request) -> str | None:
-    """The API key the request carries, if any: its `Authorization` header, or under the
-    console's path its key cookie."""
+    """The API key the request's `Authorization` header carries, if any; none under the
+    console's path, whose pages act for their session's key (`session_principal`).
+
+    401 (40101) at once for an `Authorization` header that holds no key of the hub's shape
+    (another scheme, bad Basic encoding, a token of another length or alphabet): a caller who
+    sends credentials gets them checked, on public reads too, and text that cannot be a key
+    costs no lookup.
+    """
+    if in_console(request.url.path):
+        return None
     header = request.headers.get("authorization", "")
-    if not header and _in_console(request.url.path):
-        return request.cookies.get(CONSOLE_KEY_COOKIE) or None
+    if not header:
+        return None
+    token = _token_of(header)
+    if token is None or not well_formed(token):
+        raise Unauthenticated(_MALFORMED)
+    return token
+
+
+def _token_of(header: str) -> str | None:
     scheme, _, value = header.partition(" ")
     if scheme.lower() == "bearer" and value:
         return value.strip()
@@ -73,8 +105,22 @@ def credentials(request: Request) -> str | None:
     return None
 
 
-def _in_console(path: str) -> bool:
-    return path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
+def checked(request: Request, principal: Principal | None) -> Principal | None:
+    """`principal`, the answer for the request's key; 401 (40101) when a key sent in the
+    `Authorization` header did not verify (unknown or revoked), whatever the route, as for a
+    malformed one: a caller who sends a key learns that it is wrong, rather than being served
+    as anonymous."""
+    if principal is None and request.headers.get("authorization"):
+        raise Unauthenticated(_NOT_VALID)
+    return principal
+
+
+def session_principal(request: Request) -> Principal | None:
+    """Under the console's path, the principal of the request's console session, or None
+    without a live one (hub_api/console_sessions.py); it may wait on the database."""
+    sessions: ConsoleSessions = request.app.state.console_sessions
+    signed_in = sessions.current(request)
+    return signed_in.session.principal if signed_in is not None else None
 
 
 def caller_of(request: Request) -> Principal | None:
@@ -89,11 +135,13 @@ def _caller(request: Request) -> Principal | None:
     if PRINCIPAL_SCOPE_KEY in request.scope:  # verified by the request gate already
         known: Principal | None = request.scope[PRINCIPAL_SCOPE_KEY]
         return known
+    if in_console(request.url.path):
+        return session_principal(request)
     token = credentials(request)
     if token is None:
         return None
     verifier: KeyVerifier = request.app.state.keys
-    return verifier.verify(token)
+    return checked(request, verifier.verify(token))
 
 
 def require_caller(request: Request) -> Principal:
@@ -117,17 +165,25 @@ async def require_reader(request: Request) -> Principal | None:
     return principal
 
 
+# Loader keys read schemas and change nothing (docs/adr/0060-a-loader-key-that-only-reads.md).
+_LOADER_KEY = "the loader's key, which only reads"
+
+
 def require_admin(principal: Principal, *, action: str) -> None:
     if not principal.admin:
-        raise Forbidden(f"Only an admin key may {action}.")
+        loader = f" This key is {_LOADER_KEY}." if principal.role is KeyRole.LOADER else ""
+        raise Forbidden(f"Only an admin key may {action}.{loader}")
 
 
 def require_owner(principal: Principal, owner: TeamName, *, what: str) -> None:
     """403 unless the caller is the owning team or an admin."""
     if not principal.may_write(owner):
+        if principal.role is KeyRole.LOADER:
+            whose = _LOADER_KEY
+        else:
+            whose = f"of team {principal.team!r}" if principal.team else "not a team key"
         raise Forbidden(
-            f"{what} belongs to team '{owner}'; this key is "
-            f"{'of team ' + repr(principal.team) if principal.team else 'not a team key'}. "
+            f"{what} belongs to team '{owner}'; this key is {whose}. "
             "Use a key of the owning team or an admin key."
         )
 

@@ -1,7 +1,6 @@
 """Reading a batch of records from a request body: JSON, within the record limit, in shape."""
 
 import json
-import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -129,95 +128,3 @@ def validate(document: Any, model: type[M]) -> M:
             for err in exc.errors()
         )
         raise MalformedBody(f"Malformed request: {problems}") from exc
-
-
-# Where a JSON text's strings and brackets are: a whole string (escapes included), an opening
-# quote whose string is not closed yet, or a bracket. `JsonStream` counts brackets with it only
-# to tell a record still arriving from a malformed one.
-_STRUCTURE = re.compile(rb'"(?:[^"\\]|\\.)*"|"|[][{}]', re.DOTALL)
-
-
-class JsonStream:
-    """Values of a stream of concatenated JSON texts (`{...}{...}`, any whitespace between),
-    read from body chunks as they arrive.
-
-    `feed(chunk)` answers every value the chunk completed; a value split over chunks waits for
-    its end. Text that cannot be a JSON value ends the stream: the values before it are still
-    answered, then `failed` holds the `MalformedBody` error (40001) and every later call raises
-    it; as in Confluent's REST Proxy, nothing after it can be read reliably. Nesting over
-    `max_depth` is refused before the parser sees it, as for a publish body.
-    """
-
-    def __init__(self, *, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
-        self._max_depth = max_depth
-        self._pending = b""  # the start of a value not complete yet
-        self._decoder = json.JSONDecoder()
-        self.failed: MalformedBody | None = None
-
-    def feed(self, chunk: bytes) -> list[Any]:
-        """The values `chunk` completed, in order."""
-        if self.failed is not None:
-            raise self.failed
-        data = self._pending + chunk if self._pending else chunk
-        check_depth(data, self._max_depth)
-        try:
-            text = data.decode("utf-8")
-            cut = len(data)
-        except UnicodeDecodeError as exc:
-            # A character split between chunks: decode up to it, keep its bytes for later.
-            if exc.reason != "unexpected end of data":
-                raise MalformedBody(f"Malformed JSON stream: {exc}.") from exc
-            cut = exc.start
-            text = data[:cut].decode("utf-8")
-        values, end = self._values(text)
-        self._pending = text[end:].encode("utf-8") + data[cut:]
-        return values
-
-    def end(self) -> None:
-        """The stream ended: 40001 if it stopped inside a value."""
-        if self.failed is not None:
-            raise self.failed
-        if self._pending.strip():
-            raise MalformedBody(
-                "Malformed JSON stream: it ended inside a record: "
-                f"{self._pending[:60].decode('utf-8', 'replace')!r}."
-            )
-
-    def _values(self, text: str) -> tuple[list[Any], int]:
-        values: list[Any] = []
-        position = 0
-        size = len(text)
-        while True:
-            while position < size and text[position] in " \t\r\n":
-                position += 1
-            if position == size:
-                return values, position
-            try:
-                value, position = self._decoder.raw_decode(text, position)
-            except json.JSONDecodeError as exc:
-                if self._complete(text[position:]):
-                    self.failed = MalformedBody(f"Malformed JSON stream: {exc}.")
-                return values, position  # the rest of the value is still on its way
-            except RecursionError:
-                self.failed = MalformedBody("Malformed JSON stream: nested too deeply.")
-                return values, position
-            values.append(value)
-
-    @staticmethod
-    def _complete(text: str) -> bool:
-        """Whether the object or array `text` starts with is closed in it (so a parse error
-        is the text's fault, not the stream's unfinished delivery)."""
-        if text[0] not in "{[":
-            return True  # records are objects: anything else is wrong already
-        depth = 0
-        for match in _STRUCTURE.finditer(text.encode("utf-8")):
-            token = match.group()
-            if token == b'"':
-                return False  # an unclosed string
-            if token in (b"{", b"["):
-                depth += 1
-            elif token in (b"}", b"]"):
-                depth -= 1
-                if depth == 0:
-                    return True
-        return False

@@ -1,14 +1,15 @@
 """The web console at /console: server-rendered pages over the services the API routes use.
 
-A person signs in with an API key; the key is kept in an HttpOnly, Secure, SameSite=Strict
-cookie sent only under /console (`auth.CONSOLE_KEY_COOKIE`), and every page and action is
-authorized by the same rules as the API: `require_owner` for connector control, the owner's
-traces hidden from other teams as `GET /v1/connectors/{name}/status` hides them. See
-docs/console.md and docs/adr/0036-web-console.md.
+A person signs in with an API key, which starts a session: the browser's cookie holds the
+session's random id, never the key (hub_api/console_sessions.py). Every form is checked against
+forgery (its origin, and a token bound to the session) before it changes anything, and every
+page and action is authorized by the same rules as the API: `require_owner` for connector
+control, the owner's traces hidden from other teams as `GET /v1/connectors/{name}/status` hides
+them. See docs/console.md, docs/adr/0036-web-console.md and docs/adr/0059-console-sessions.md.
 """
 
 import logging
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Depends, Query, Request, status
@@ -18,9 +19,10 @@ from starlette.concurrency import run_in_threadpool
 
 from catalog.types import Principal
 from connectors.control import ControlPlane
-from hub_api.auth import CONSOLE_KEY_COOKIE, CONSOLE_PATH, KeyVerifier, caller_of
+from hub_api.auth import KeyVerifier, caller_of
 from hub_api.connector_routes import authorize_connector
 from hub_api.console_lineage import LineageForm, trace, when
+from hub_api.console_sessions import CONSOLE_PATH, SESSION_COOKIE, ConsoleSessions
 from hub_api.console_views import INTERVAL_S, INTERVALS, ConsoleViews
 from hub_api.lineage_service import LineageService
 from hub_api.settings import ApiSettings, AuthMode
@@ -67,9 +69,43 @@ def _signed_in(request: Request) -> Principal:
 SignedIn = Annotated[Principal, Depends(_signed_in)]
 
 
+def _sessions(request: Request) -> ConsoleSessions:
+    sessions: ConsoleSessions = request.app.state.console_sessions
+    return sessions
+
+
+async def _fields(request: Request) -> dict[str, list[str]]:
+    return parse_qs((await request.body()).decode("utf-8", errors="replace"))
+
+
+class Posted(NamedTuple):
+    """A console form that passed the checks against forgery, and who sent it."""
+
+    caller: Principal
+    fields: dict[str, list[str]]
+
+
+async def _posted(request: Request) -> Posted:
+    """Its own origin first (no lookup), then a signed-in caller (else the sign-in page), then
+    the session's form token: a form failing any of them changes nothing."""
+    sessions = _sessions(request)
+    sessions.check_origin(request)
+    caller = await run_in_threadpool(_signed_in, request)
+    fields = await _fields(request)
+    sessions.check_token(request, fields)
+    return Posted(caller, fields)
+
+
+# A console form, checked against forgery (hub_api/console_sessions.py), with its caller.
+CheckedForm = Annotated[Posted, Depends(_posted)]
+
+
 async def sign_in_redirect(request: Request, exc: Exception) -> Response:
     """The exception handler of `SignInNeeded`, installed on the app."""
-    return _to_sign_in()
+    response = _to_sign_in()
+    if SESSION_COOKIE in request.cookies:  # its session ended: the browser need not send it
+        ConsoleSessions.forget(response)
+    return response
 
 
 async def _views(request: Request) -> ConsoleViews:
@@ -86,15 +122,26 @@ def _page(
     *,
     caller: Principal | None,
     status_code: int = status.HTTP_200_OK,
+    before_sign_in: bool = False,
     **context: Any,
 ) -> HTMLResponse:
+    sessions = _sessions(request)
+    # Forms are on the sign-in page and, for a caller, on every page (sign-out at least).
+    token = (
+        sessions.form_token(request, before_sign_in=before_sign_in)
+        if caller is not None or before_sign_in
+        else None
+    )
     html = _templates.get_template(template).render(
         sections=SECTIONS,
         path=request.url.path,
         caller=caller,
+        csrf_token=token.value if token else "",
         **context,
     )
     response = HTMLResponse(html, status_code=status_code)
+    if token is not None:
+        sessions.keep_form_cookie(response, token)
     response.headers["Cache-Control"] = "no-store"
     response.headers["Content-Security-Policy"] = (
         "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -135,48 +182,61 @@ def console_home(_caller: SignedIn) -> Response:
 
 @router.get("/sign-in")
 def sign_in_page(request: Request) -> HTMLResponse:
-    return _page(request, "sign_in.html", caller=None, problem=None)
+    return _page(request, "sign_in.html", caller=None, before_sign_in=True, problem=None)
 
 
 @router.post("/sign-in")
 async def sign_in(request: Request) -> Response:
-    """Check the key as the API does, then keep it in the console's cookie."""
-    form = parse_qs((await request.body()).decode("utf-8", errors="replace"))
-    key = (form.get("api_key") or [""])[0].strip()
+    """Check the key as the API does, then start a session: the cookie gets the session's id,
+    and the key is not kept anywhere."""
+    sessions = _sessions(request)
+    sessions.check_origin(request)
+    fields = await _fields(request)
+    sessions.check_token(request, fields, before_sign_in=True)
     settings: ApiSettings = request.app.state.api_settings
+    to_feeds = RedirectResponse(SECTIONS[0][1], status_code=status.HTTP_303_SEE_OTHER)
+    if settings.auth is AuthMode.DISABLED:
+        return to_feeds  # every caller is an admin: no key to stand for, so no session
+    key = (fields.get("api_key") or [""])[0].strip()
     verifier: KeyVerifier = request.app.state.keys
     principal = (
         await run_in_threadpool(verifier.verify, key)
         if key and len(key) <= _MAX_KEY_CHARS
         else None
     )
-    if principal is None and settings.auth is not AuthMode.DISABLED:
+    if principal is None:
         return _page(
             request,
             "sign_in.html",
             caller=None,
             status_code=status.HTTP_401_UNAUTHORIZED,
+            before_sign_in=True,
             problem="That key is not a valid API key of this hub. Ask your team for one, "
             "or create one with `hub key create --team TEAM`.",
         )
-    response = RedirectResponse(SECTIONS[0][1], status_code=status.HTTP_303_SEE_OTHER)
-    response.set_cookie(
-        CONSOLE_KEY_COOKIE,
-        key,
-        path=CONSOLE_PATH,
-        httponly=True,
-        secure=True,
-        samesite="strict",
-    )
-    return response
+    await run_in_threadpool(sessions.start, to_feeds, principal)
+    # The key's id and team, never the key or the session's id (the cookie's value).
+    log.info("console sign-in with key %s (%s)", principal.key_id, _who(principal))
+    return to_feeds
+
+
+def _who(principal: Principal) -> str:
+    return f"team {principal.team}" if principal.team else "admin"
 
 
 @router.post("/sign-out")
-def sign_out() -> Response:
+async def sign_out(request: Request) -> Response:
+    """End the session: its row is deleted, so a copy of its cookie signs nobody in after."""
+    sessions = _sessions(request)
+    sessions.check_origin(request)
+    signed_in = await run_in_threadpool(sessions.current, request)
+    if signed_in is not None:  # without a live session there is nothing to end but a cookie
+        sessions.check_token(request, await _fields(request))
     response = _to_sign_in()
-    response.delete_cookie(
-        CONSOLE_KEY_COOKIE, path=CONSOLE_PATH, httponly=True, secure=True, samesite="strict"
-    )
+    await run_in_threadpool(sessions.end, request, response)
+    if signed_in is not None:
+        principal = signed_in.session.principal
+        log.info("console sign-out of key %s (%s)", principal.key_id, _who(principal))
     return response
 
 
@@ -211,10 +271,10 @@ def feed_page(
 
 
 @router.post("/feeds/{topic}/replay")
-def replay_feed(request: Request, topic: str, views: Views, caller: SignedIn) -> Response:
+def replay_feed(topic: str, views: Views, form: CheckedForm) -> Response:
     """Replay the feed's quarantine in the loader; its owner or an admin only, as the API's
     `POST /v1/feeds/{topic}/replay` (the server checks, whatever the page showed)."""
-    result = views.replay(topic, caller)
+    result = views.replay(topic, form.caller)
     return RedirectResponse(
         f"{CONSOLE_PATH}/feeds/{quote(topic)}?replayed={result['landed']}#quarantine",
         status_code=status.HTTP_303_SEE_OTHER,
@@ -230,14 +290,13 @@ def tables_page(request: Request, views: Views, caller: SignedIn) -> Response:
 
 
 @router.post("/tables/plan")
-async def plan_table(request: Request, views: Views, caller: SignedIn) -> Response:
+async def plan_table(request: Request, views: Views, form: CheckedForm) -> Response:
     """The tables page with the plan of a candidate schema for a feed's bronze table."""
-    form = parse_qs((await request.body()).decode("utf-8", errors="replace"))
-    topic = (form.get("topic") or [""])[0]
-    candidate = (form.get("schema") or [""])[0].strip()
+    topic = (form.fields.get("topic") or [""])[0]
+    candidate = (form.fields.get("schema") or [""])[0].strip()
     page = await run_in_threadpool(views.tables)
     plan = await run_in_threadpool(views.plan, topic, candidate or None)
-    return _page(request, "tables.html", caller=caller, page=page, plan=plan,
+    return _page(request, "tables.html", caller=form.caller, page=page, plan=plan,
                  candidate=candidate, topic=topic)  # fmt: skip
 
 
@@ -284,11 +343,11 @@ def connectors_page(
 
 
 @router.post("/connectors/{name}/{action}")
-def control_connector(request: Request, name: str, action: Action, caller: SignedIn) -> Response:
+def control_connector(request: Request, name: str, action: Action, form: CheckedForm) -> Response:
     """Pause, resume or restart a connector, with the rule the API's routes apply."""
     control: ControlPlane = request.app.state.connectors
     act = {"pause": control.pause, "resume": control.resume, "restart": control.restart}[action]
-    authorize_connector(control, name, caller)
+    authorize_connector(control, name, form.caller)
     act(name)
     return RedirectResponse(
         f"{CONSOLE_PATH}/connectors?done={action}#connector-{quote(name)}",

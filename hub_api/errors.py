@@ -87,15 +87,31 @@ def install_error_handlers(app: FastAPI, *, pages: ErrorPages | None = None) -> 
 class Unauthenticated(TerminalError):
     code = ErrorCode.UNAUTHENTICATED
 
-    def __init__(self) -> None:
+    def __init__(self, message: str | None = None) -> None:
         super().__init__(
-            "A valid API key is required: send `Authorization: Bearer <key>` (or Basic auth "
+            message
+            or "A valid API key is required: send `Authorization: Bearer <key>` (or Basic auth "
             "with the key as password). Create keys with `hub key create --team TEAM`."
         )
 
 
 class Forbidden(TerminalError):
     code = ErrorCode.FORBIDDEN
+
+
+class FeedSubjectTaken(TerminalError):
+    """A new feed whose subject belongs to another team: the feed would make it its own."""
+
+    code = ErrorCode.FEED_SUBJECT_TAKEN
+
+    def __init__(self, topic: str, *, owner: str, subject: str, holder: str) -> None:
+        super().__init__(
+            f"Feed '{topic}' of team '{owner}' would take over subject '{subject}', which is "
+            f"registered and belongs to team '{holder}' (a subject of no feed belongs to the team "
+            f"named by its domain): a feed's subjects belong to the feed's team. Create the feed "
+            f"with owner '{holder}', choose a topic in team '{owner}''s domain "
+            f"('{owner}.<name>'), or have the subject deleted for good first."
+        )
 
 
 class ConfirmationMissing(TerminalError):
@@ -112,6 +128,22 @@ class MalformedBody(TerminalError):
 
 class TooManyRecords(TerminalError):
     code = ErrorCode.TOO_MANY_RECORDS
+
+
+class RecordTextTooLarge(TerminalError):
+    """One record of a streamed body is larger, as JSON text, than a record may be; it is
+    answered in its place, unread (hub_api/record_stream.py)."""
+
+    code = ErrorCode.RECORD_TOO_LARGE
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            f"$: the record is {size} bytes of JSON; a record may be at most {limit} bytes "
+            "(HUB_KAFKA_MAX_RECORD_BYTES, the most Kafka accepts), so it was not read. Make it "
+            "smaller: split it, or move large content out of the record and publish a "
+            "reference to it."
+        )
+        self.path = "$"
 
 
 class BodyTooLarge(Exception):

@@ -15,7 +15,10 @@ class FeedCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    topic: str = Field(description="`<domain>.<name>`, lowercase, e.g. `sales.orders`.")
+    topic: str = Field(
+        description="`<domain>.<name>`, lowercase, e.g. `sales.orders`, at most 245 characters "
+        "(its `.dlq` topic fits Kafka's 249). A team key creates topics of its own domain only."
+    )
     owner: str = Field(description="The owning team; only its keys (or admins) may publish.")
     kind: FeedKind = Field(description="`event` (retention-based) or `changelog` (compacted).")
     value_schema: str | dict[str, Any] = Field(
@@ -26,9 +29,15 @@ class FeedCreate(BaseModel):
         default_factory=list, description="Value fields forming the key (required for changelog)."
     )
     retention_ms: int | None = Field(
-        default=None, description="Event feeds: how long records are kept (-1: forever)."
+        default=None,
+        description="Event feeds: how long records are kept, 1 to 2^63-1 (-1: forever).",
     )
-    description: str = Field(default="", description="What the feed holds, for its readers.")
+    description: str = Field(
+        default="",
+        description="What the feed holds, for its readers: text without control characters "
+        "other than tabs and line breaks, at most HUB_API_MAX_FEED_DESCRIPTION_BYTES (4,096 by "
+        "default) bytes of UTF-8.",
+    )
 
     @field_validator("value_schema")
     @classmethod
@@ -37,10 +46,16 @@ class FeedCreate(BaseModel):
 
 
 class FeedPatch(BaseModel):
+    """What to change of a feed; a field left out keeps its value."""
+
     model_config = ConfigDict(extra="forbid")
 
-    description: str | None = None
-    retention_ms: int | None = None
+    description: str | None = Field(
+        default=None, description="A new description, within the limits of `FeedCreate`'s."
+    )
+    retention_ms: int | None = Field(
+        default=None, description="Event feeds: a new retention, 1 to 2^63-1 (-1: forever)."
+    )
 
 
 class FeedPublic(BaseModel):

@@ -6,8 +6,9 @@ from fastapi import APIRouter, Query, status
 
 from catalog.types import TeamName
 from hub_api.auth import Caller, Reader, require_owner
-from hub_api.deps import Feeds, Loader
+from hub_api.deps import Feeds, Loader, Registry
 from hub_api.errors import ConfirmationMissing
+from hub_api.feed_domains import require_feed_creator
 from hub_api.feed_models import (
     ErrorPublic,
     FeedCreate,
@@ -25,13 +26,19 @@ router = APIRouter(route_class=CheckedBodyRoute, prefix="/v1/feeds", tags=["feed
 
 
 @router.post("", response_model=FeedPublic, status_code=status.HTTP_201_CREATED)
-def create_feed(body: FeedCreate, feeds: Feeds, caller: Caller) -> FeedPublic:
-    """Create a feed: its Kafka topic (and `<topic>.dlq`) and its schemas."""
+def create_feed(body: FeedCreate, feeds: Feeds, registry: Registry, caller: Caller) -> FeedPublic:
+    """Create a feed: its Kafka topic (and `<topic>.dlq`) and its schemas.
+
+    A team key creates feeds of its team in its domain (`<team>.<name>`); an admin key creates
+    them anywhere, but not over a registered subject of another team (409, code 40925).
+    """
     owner = TeamName(body.owner)
     require_owner(caller, owner, what=f"A feed of team '{owner}'")
+    topic = feed_topic_name(body.topic)  # 40001 or 42227 before anything is looked up
+    require_feed_creator(caller, topic=topic, owner=owner, feeds=feeds, registry=registry)
     feed = feeds.create(
         FeedSpec(
-            topic=body.topic,
+            topic=topic,
             owner=owner,
             kind=body.kind,
             value_schema=str(body.value_schema),

@@ -1,13 +1,13 @@
 """The request gate: what every request passes before a route runs.
 
 An ASGI middleware, in front of the body size limit, so that a request's cost is bounded before
-anything of it is read:
+anything of it is read (write slots and the body's time limits are `RequestBodies`', in front of
+this, hub_api/bodies.py):
 
-- a write request (POST, PUT, PATCH, DELETE) takes one of `HUB_API_MAX_CONCURRENT_REQUESTS`
-  slots of this worker, or is answered 503 (50304) with `Retry-After` at once: a burst never
-  queues without bound;
 - a request with an API key is held to that key's rate (`TokenBuckets`), or answered 429
-  (42901) with `Retry-After`.
+  (42901) with `Retry-After`;
+- a request whose `Authorization` header holds no valid key is answered 401 (40101) at once,
+  on public reads too; one that cannot be a key at all costs no lookup.
 
 The key found is kept in the request's scope (`PRINCIPAL_SCOPE_KEY`), so the routes' own
 dependencies do not look it up again; they, and `CheckedBodyRoute` before it reads a body,
@@ -22,15 +22,20 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from catalog.types import Principal
-from hub_api.auth import PRINCIPAL_SCOPE_KEY, KeyVerifier, credentials
+from catalog.types import KeyRole, Principal
+from hub_api.auth import (
+    PRINCIPAL_SCOPE_KEY,
+    KeyVerifier,
+    checked,
+    credentials,
+    session_principal,
+)
+from hub_api.console_sessions import in_console
 from hub_api.errors import error_response, media_type_of
 from hub_api.settings import ApiSettings, AuthMode
 from hub_core.errors import ErrorCode, HubError
 
 log = logging.getLogger(__name__)
-
-WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class TokenBuckets:
@@ -61,12 +66,11 @@ class TokenBuckets:
 
 
 class RequestGate:
-    """ASGI middleware: a write slot for each write request, and each key's rate limit."""
+    """ASGI middleware: the caller's key, and that key's rate limit."""
 
     def __init__(self, app: ASGIApp, *, settings: ApiSettings) -> None:
         self._app = app
         self._settings = settings
-        self._free_slots = settings.max_concurrent_requests
         self._rates = TokenBuckets(
             rate=settings.rate_limit_per_second, burst=settings.rate_limit_burst
         )
@@ -81,19 +85,7 @@ class RequestGate:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        if scope["method"] not in WRITE_METHODS:
-            await self._admitted(scope, receive, send)
-            return
-        if self._free_slots <= 0:
-            limit = self._settings.max_concurrent_requests
-            log.warning("busy: %d write requests running; answered 503", limit)
-            await self._refuse(scope, receive, send, ErrorCode.API_BUSY, _busy_message(limit))
-            return
-        self._free_slots -= 1
-        try:
-            await self._admitted(scope, receive, send)
-        finally:
-            self._free_slots += 1
+        await self._admitted(scope, receive, send)
 
     async def _admitted(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The rate limit of the caller's key, then the app."""
@@ -103,7 +95,7 @@ class RequestGate:
         request = Request(scope)
         try:
             principal = await self._principal(request)
-        except HubError as exc:  # the key store is unavailable: 503, as the routes answer it
+        except HubError as exc:  # credentials that are no valid key: 401; no key store: 503
             await self._refuse(scope, receive, send, exc.code, exc.message)
             return
         if principal is not None:
@@ -115,7 +107,8 @@ class RequestGate:
 
     async def _principal(self, request: Request) -> Principal | None:
         """The caller's verified key, from the cache or (in a thread) the database; kept in the
-        scope for the route's dependencies."""
+        scope for the route's dependencies. 401 for credentials that are no valid key, before
+        any route runs (hub_api/auth.py, `credentials` and `checked`)."""
         token = credentials(request)
         principal = None
         if token is not None:
@@ -123,11 +116,16 @@ class RequestGate:
             known, principal = verifier.cached(token)
             if not known:
                 principal = await run_in_threadpool(verifier.verify, token)
+            principal = checked(request, principal)
+        elif in_console(request.url.path):  # a console page: its session's key, if signed in
+            principal = await run_in_threadpool(session_principal, request)
         request.scope[PRINCIPAL_SCOPE_KEY] = principal
         return principal
 
     def _rate_wait(self, principal: Principal) -> float:
-        if principal.admin:
+        # The loader's key asks for every feed's schemas when the loader starts: it is held to
+        # the admin keys' rate (none by default), as it was when the loader used an admin key.
+        if principal.role is not KeyRole.TEAM:
             return self._admin_rates.take(principal.key_id) if self._admin_rates else 0.0
         return self._rates.take(principal.key_id)
 
@@ -152,10 +150,3 @@ class RequestGate:
     ) -> None:
         response = error_response(code, message, media_type=media_type_of(Request(scope)))
         await response(scope, receive, send)
-
-
-def _busy_message(limit: int) -> str:
-    return (
-        f"This API worker is serving its most write requests at once ({limit}, "
-        "HUB_API_MAX_CONCURRENT_REQUESTS). Retry after the time in Retry-After."
-    )

@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from catalog.types import Principal
 from hub_api.auth import require_admin_caller, require_caller, require_subject_writer
+from hub_api.bodies import WRITE_METHODS
 from hub_api.errors import BodyTooLarge, MalformedBody
 from hub_core.errors import ErrorCode
 
@@ -135,10 +136,11 @@ class CheckedBodyRoute(APIRoute):
         key_checks = _key_checks(self.dependant)
 
         async def handler(request: Request) -> Response:
-            if request.method in ("POST", "PUT", "PATCH", "DELETE"):
+            if request.method in WRITE_METHODS:
                 for check in key_checks:
                     await check(request)
-            if request.method in ("POST", "PUT", "PATCH"):
+                # Read whole before the route's work, even where the route takes no body (a
+                # DELETE): a write takes its slot once its body has arrived (hub_api/bodies.py).
                 raw = await request.body()  # cached: FastAPI reads it again from memory
                 settings = getattr(request.app.state, "api_settings", None)
                 check_depth(raw, getattr(settings, "max_json_depth", DEFAULT_MAX_DEPTH))

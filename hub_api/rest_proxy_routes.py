@@ -135,7 +135,7 @@ async def produce_records_v3(
     cluster id is not checked: the hub answers for the Kafka cluster it writes to.
     """
     try:
-        feed, _codecs = await publish_target(gateway.feeds, gateway.publisher, topic)
+        feed, codecs = await publish_target(gateway.feeds, gateway.publisher, topic)
     except FeedNotFound:
         return JSONResponse(
             {
@@ -161,6 +161,7 @@ async def produce_records_v3(
         on_error=on_error,
         request_id=request_id,
         headers={REQUEST_ID_RESPONSE_HEADER: request_id},
+        max_record_bytes=codecs.max_record_bytes,
     )
 
 

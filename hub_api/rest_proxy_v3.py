@@ -8,13 +8,16 @@ stream of delivery reports, one per record, in the order the records came: Confl
 that was not published. A bad record does not stop the stream; text that is not JSON does (its
 error is the last report), as in Confluent's REST Proxy.
 
-How it streams. A reader task takes the body's chunks as they arrive. The records each chunk
-completes become one group: checked, cleaned and encoded (`PreparedBatch`, as the feed route
-does) and handed to the producer before the next chunk is read, so Kafka gets them in order. The
-group then waits for its acknowledgements in a bounded queue while the reader goes on; the
-response writes each group's reports once Kafka answered, in queue order. Many groups await
-Kafka at once, and a client that stops reading reports stops the reader, and so its own
-writing, once `MAX_GROUPS_IN_FLIGHT` groups wait.
+How it streams. A reader task takes the body's chunks as they arrive; `RecordSplitter` finds
+the records' ends, looking at each byte once, and a chunk's records are parsed on the event
+loop when they are small, in a worker thread when not, so no chunk holds the loop for long
+(hub_api/record_stream.py). The records each chunk completes become one group: checked,
+cleaned and encoded (`PreparedBatch`, as the feed route does) and handed to the producer before
+the next chunk is read, so Kafka gets them in order. The group then waits for its
+acknowledgements in a bounded queue while the reader goes on; the response writes each group's
+reports once Kafka answered, in queue order. Many groups await Kafka at once, and a client that
+stops reading reports stops the reader, and so its own writing, once `MAX_GROUPS_IN_FLIGHT`
+groups wait.
 """
 
 import asyncio
@@ -31,17 +34,20 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import Response
 from pydantic_core import to_json
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
-from hub_api.batches import JsonStream, validate
+from hub_api.batches import validate
 from hub_api.errors import BodyTooLarge
 from hub_api.publish_routes import Gateway, publish_target
+from hub_api.record_stream import RecordSplitter, parse_records
 from hub_api.rest_proxy_models import ProduceDataV3In, ProduceRecordV3In
 from hub_core.errors import ErrorCode, HubError
 from hub_core.naming import TopicName, dlq_topic, value_subject
 from publish.errors import ProxyErrorCode, ProxyRefused
 from publish.publisher import (
+    DEFAULT_MAX_RECORD_BYTES,
     IncomingRecord,
     OnError,
     PreparedBatch,
@@ -52,6 +58,9 @@ from publish.publisher import (
 log = logging.getLogger(__name__)
 
 MAX_GROUPS_IN_FLIGHT = 64
+# Records of a chunk up to this many bytes are parsed on the event loop (well under a
+# millisecond); more, up to a chunk's worth plus a record at the size limit, in a worker thread.
+PARSE_ON_LOOP_BYTES = 64 * 1024
 _SCHEMA_FIELDS = ("subject", "subject_name_strategy", "schema_id", "schema_version", "schema_")
 
 
@@ -90,6 +99,7 @@ class ProduceStream(Response):
         on_error: OnError,
         request_id: str | None = None,
         headers: Mapping[str, str] | None = None,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         super().__init__(status_code=200, media_type=self.media_type, headers=headers)
         # Every record of the stream carries the one HTTP request's id (`hub.request-id`).
@@ -99,6 +109,7 @@ class ProduceStream(Response):
         self._topic = topic
         self._gateway = gateway
         self._on_error = on_error
+        self._max_record_bytes = max_record_bytes
         self._dlq = dlq_topic(TopicName(topic))
         self._value_subject = value_subject(TopicName(topic))
         self._crash: BaseException | None = None
@@ -126,16 +137,24 @@ class ProduceStream(Response):
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _read(self, groups: "asyncio.Queue[_Group | _Failed | None]") -> None:
-        stream = JsonStream(max_depth=self._gateway.settings.max_json_depth)
+        splitter = RecordSplitter(
+            max_depth=self._gateway.settings.max_json_depth,
+            max_record_bytes=self._max_record_bytes,
+        )
         try:
             async for chunk in self._request.stream():
-                if chunk:
-                    documents = stream.feed(chunk)
-                    if documents:
-                        await groups.put(await self._send(documents))
-                    if stream.failed is not None:
-                        raise stream.failed
-            stream.end()
+                texts = splitter.feed(chunk)
+                if not texts:
+                    continue
+                if sum(len(t) for t in texts if isinstance(t, bytes)) <= PARSE_ON_LOOP_BYTES:
+                    documents, failed = parse_records(texts)
+                else:
+                    documents, failed = await run_in_threadpool(parse_records, texts)
+                if documents:
+                    await groups.put(await self._send(documents))
+                if failed is not None:
+                    raise failed
+            splitter.end()
         except HubError as exc:  # malformed JSON, too deep
             await groups.put(_Failed(exc.code, exc.message))
         except BodyTooLarge:
@@ -159,6 +178,9 @@ class ProduceStream(Response):
         records: list[IncomingRecord] = []
         refused: dict[int, HubError | ProxyRefused] = {}
         for position, document in enumerate(documents):
+            if isinstance(document, HubError):  # over the size limit, unread
+                refused[position] = document
+                continue
             try:
                 records.append(incoming_record(document))
             except (HubError, ProxyRefused) as exc:

@@ -34,6 +34,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from hub_api.app import create_app
+from hub_api.connections import bounded_heads
 from hub_api.metrics import MULTIPROCESS_DIR_ENV
 from hub_api.settings import ApiSettings
 from hub_kafka.settings import KafkaSettings
@@ -70,7 +71,12 @@ def create_server_app(
 
 
 def _serve(settings: ApiSettings, sock: socket.socket) -> None:
-    config = uvicorn.Config(create_server_app(settings), log_config=None)
+    # uvicorn's httptools protocol, with request heads bounded in time and size; no
+    # `limit_concurrency`: at its limit uvicorn answers every new request, whoever sends it,
+    # with a bare 503, so whoever holds connections would hold every team's requests.
+    config = uvicorn.Config(
+        create_server_app(settings), log_config=None, http=bounded_heads(settings)
+    )
     uvicorn.Server(config).run(sockets=[sock])
 
 

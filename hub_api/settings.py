@@ -6,7 +6,7 @@ from enum import StrEnum, unique
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hub_core.settings import default_home
@@ -79,7 +79,54 @@ class ApiSettings(BaseSettings):
         ge=1,
         description="Most write requests (POST, PUT, PATCH, DELETE) one API worker serves at "
         "once; past it a new one is answered 503 (code 50304) with `Retry-After` instead of "
-        "waiting in an unbounded queue.",
+        "waiting in an unbounded queue. A request takes its slot once its body has arrived.",
+    )
+    header_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="Most seconds a request's line and headers may take to arrive, from the "
+        "connection's opening or the request's first byte (`hub api serve`); past it, 408 "
+        "(code 40801) and the connection is closed.",
+    )
+    max_header_bytes: int = Field(
+        default=64 * 1024,
+        ge=1024,
+        description="Most bytes of a request's line and headers (`hub api serve`); a head "
+        "still unfinished past it is answered 431 (code 43101) and its connection closed.",
+    )
+    body_timeout_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="Most seconds a request's whole body may take to arrive, from when the "
+        "API starts reading it; past it the request is answered 408 (code 40801) and its "
+        "connection closed.",
+    )
+    body_idle_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="Most seconds a request's body may pause with no bytes arriving; past it "
+        "the request is answered 408 (code 40801) and its connection closed.",
+    )
+    body_drain_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=0,
+        description="Most bytes of a body the API reads and drops when it answers before "
+        "reading the body (401, 403, 413, 429, 503), so that a client that sends its whole "
+        "body before reading gets the answer; the connection of a longer body is closed.",
+    )
+    max_buffered_body_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024,
+        description="Most bytes of request bodies one API worker holds at once (received for "
+        "requests not yet answered); a body that would go over it is answered 503 (code "
+        "50306) with `Retry-After`. At least HUB_API_MAX_BODY_BYTES.",
+    )
+    max_anonymous_body_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024,
+        description="Of max_buffered_body_bytes, most bytes one API worker holds at once for "
+        "requests without a valid key (the console's sign-in, public registry lookups and "
+        "checks), so that they cannot fill what teams need; over it, 503 (code 50306).",
     )
     rate_limit_per_second: float = Field(
         default=100.0,
@@ -109,6 +156,13 @@ class ApiSettings(BaseSettings):
         ge=1,
         description="Most partitions a new feed may ask for (422, code 42230, above).",
     )
+    max_feed_description_bytes: int = Field(
+        default=4096,
+        ge=1,
+        description="Longest description a feed may have, in bytes of UTF-8 (422, code 42222, "
+        "above, when a feed is created or changed). Every description is served to every reader "
+        "of `GET /v1/feeds`, so it is a summary; longer documentation belongs in a link.",
+    )
     lineage_source: Literal["warehouse", "loader"] = Field(
         default="warehouse",
         description="Where the lineage index reads the loader's Delta logs: `warehouse`, the "
@@ -127,6 +181,25 @@ class ApiSettings(BaseSettings):
         ge=0,
         description="How long a verified API key is trusted before it is checked again "
         "(a revoked key stops working within this time).",
+    )
+    console_session_seconds: float = Field(
+        default=8 * 3600,
+        gt=0,
+        description="How long a web console sign-in lasts at most (the session's absolute "
+        "lifetime, and its cookie's Max-Age); then the person signs in again.",
+    )
+    console_idle_seconds: float = Field(
+        default=30 * 60,
+        gt=0,
+        description="How long a web console session may go unused before it ends (it is "
+        "renewed by use at most once a minute).",
+    )
+    console_origin: str | None = Field(
+        default=None,
+        pattern=r"^https?://[^/?#\s]+$",
+        description="The web console's origin as browsers see it (`https://hub.example.com`), "
+        "which every console form must come from; unset: the origin of each request's `Host` "
+        "header. Set it when a proxy in front of the API rewrites `Host`.",
     )
     loader_url: str | None = Field(
         default=None,
@@ -151,3 +224,13 @@ class ApiSettings(BaseSettings):
         description="How long a replay may take in the loader (a Spark job) before the API "
         "gives up waiting (the replay goes on; running it again lands nothing twice).",
     )
+
+    @model_validator(mode="after")
+    def _a_largest_body_fits_the_buffers(self) -> "ApiSettings":
+        if self.max_buffered_body_bytes < self.max_body_bytes:
+            raise ValueError(
+                f"HUB_API_MAX_BUFFERED_BODY_BYTES ({self.max_buffered_body_bytes}) is smaller "
+                f"than HUB_API_MAX_BODY_BYTES ({self.max_body_bytes}): no body of the largest "
+                "size could ever be read. Raise the first or lower the second."
+            )
+        return self

@@ -17,6 +17,8 @@ _SECRETS = (
     (re.compile(r"\bhub_([0-9a-f]{6,})_[A-Za-z0-9_\-]{8,}"), r"hub_\1_***"),
     (re.compile(r"(://[^:/@\s]+:)[^/\s]*@"), r"\1***@"),  # up to the last @ of the authority
     (re.compile(r"(\b(?:password|passwd|pwd)=)[^\s&;,'\"]+", re.IGNORECASE), r"\1***"),
+    # The web console's cookies (a session id, a form token), should a Cookie header be logged.
+    (re.compile(r"(\bhub_console_(?:session|form)=)[^\s;,'\"]+"), r"\1***"),
 )
 
 

@@ -26,6 +26,7 @@ from hub_core.settings import invalid_settings_message
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from catalog import types as catalog_types
     from hub_kafka.local_broker import LocalBroker
     from hub_kafka.local_cluster import LocalCluster
 
@@ -339,18 +340,27 @@ def team_list() -> None:
 def key_create(
     team: Annotated[str | None, typer.Option(help="The team the key acts for.")] = None,
     admin: Annotated[bool, typer.Option(help="An admin key (all feeds and settings).")] = False,
+    loader: Annotated[
+        bool,
+        typer.Option(help="A key for the loader: it reads schemas and feeds, and changes nothing."),
+    ] = False,
 ) -> None:
     """Create an API key; the key is printed once, only its hash is stored."""
     from catalog.teams import TeamStore
     from catalog.types import TeamName
 
-    if (team is None) == (not admin):
-        raise typer.BadParameter("give either --team TEAM or --admin")
+    if (team is not None) + admin + loader != 1:
+        raise typer.BadParameter("give one of --team TEAM, --admin or --loader")
     key, token = TeamStore(_catalog_engine()).create_key(
-        team=TeamName(team) if team else None, admin=admin
+        team=TeamName(team) if team else None, admin=admin, loader=loader
     )
-    typer.echo(f"key id {key.key_id} for {'admin' if admin else 'team ' + str(team)}")
+    typer.echo(f"key id {key.key_id} for {_holder(key)}")
     typer.echo(token)
+
+
+def _holder(key: "catalog_types.ApiKey") -> str:
+    """Whom a key acts for, as `hub key` prints it: `team sales`, `admin` or `loader`."""
+    return f"team {key.team}" if key.team is not None else str(key.role)
 
 
 @key_app.command("revoke")
@@ -371,9 +381,9 @@ def key_list(
     from catalog.types import TeamName
 
     for key in TeamStore(_catalog_engine()).keys(team=TeamName(team) if team else None):
-        owner = "admin" if key.admin else f"team {key.team}"
         state = f"revoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "active"
-        typer.echo(f"{key.key_id}  {owner}  created {key.created_at:%Y-%m-%d %H:%M}  {state}")
+        created = f"created {key.created_at:%Y-%m-%d %H:%M}"
+        typer.echo(f"{key.key_id}  {_holder(key)}  {created}  {state}")
 
 
 def run() -> None:

@@ -20,10 +20,11 @@ import httpx
 
 from catalog.errors import TeamExists
 from catalog.teams import TeamStore
-from catalog.types import TeamName
+from catalog.types import KeyRole, TeamName
 from hub_api.settings import ApiSettings
 from hub_cli import demo
 from hub_cli.errors import StackError
+from hub_cli.local_keys import key_file, local_key, private_home
 from hub_cli.settings import StackSettings
 from hub_cli.supervisor import ChildExit, ChildSpec, RestartPolicy, Supervisor, exit_status
 from hub_cli.warehouse_commands import demo_model
@@ -44,50 +45,12 @@ from spark_loaders.settings import LoaderSettings
 log = logging.getLogger(__name__)
 
 
-def local_admin_key(teams: TeamStore, path: Path) -> str:
-    """The local hub's admin key: kept in `path` (mode 0600), made anew if missing or revoked."""
-    if path.exists():
-        token = path.read_text().strip()
-        principal = teams.verify(token)
-        if principal is not None:
-            if not path.stat().st_mode & 0o077:
-                return token
-            # Readable by others (made by hand, or by an older hub): the key may have been
-            # read already, so it is revoked and replaced, not just chmod-ed.
-            log.warning("%s was readable by other users; replacing the admin key", path)
-            teams.revoke(key_id=principal.key_id)
-    key, token = teams.create_key(team=None, admin=True)
-    write_secret(path, token + "\n")
-    log.info("created admin key %s (in %s)", key.key_id, path)
-    return token
-
-
-def write_secret(path: Path, text: str) -> None:
-    """Write `path` with mode 0600, atomically: other users can never read it, and a reader
-    sees the old file or the whole new one, never a part.
-
-    The text goes to a new file created 0600 (`O_EXCL`, so never one an attacker placed) in the
-    same directory, then replaces `path`; a file already at `path` is replaced, whatever its
-    mode, never written into.
-    """
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    descriptor = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(descriptor, "w") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 # The Kafka login of every child that talks to Kafka (SASL password, client key password).
 KAFKA_SECRETS = frozenset({"HUB_KAFKA_SASL_PASSWORD", "HUB_KAFKA_SSL_KEY_PASSWORD"})
 
 # The hub secrets each child of `hub up` needs; it gets no other (see hub_core.environment).
 # The metastore server and the Kafka broker are JVMs that need none (`BackgroundProcess`).
+# The loader's registry key is its own (`KeyRole.LOADER`): it reads, and changes nothing.
 # The object storage keys of `s3a://` tables and checkpoints (docs/production.md).
 S3_SECRETS = frozenset({"HUB_LOADER_S3_ACCESS_KEY", "HUB_LOADER_S3_SECRET_KEY"})
 CHILD_SECRETS: dict[str, frozenset[str]] = {
@@ -144,19 +107,20 @@ def child_env(
     parent: Mapping[str, str],
     bootstrap_servers: str,
     api_url: str,
-    admin_key: str,
+    loader_key: str,
     kafka: Mapping[str, str] | None = None,
     loader_control: "LoaderControl | None" = None,
 ) -> dict[str, str]:
     """The environment of the `hub up` child `name`: `parent`'s without the secrets it does not
     need, with the local broker's address (and, in `kafka`, how to log in to it), for the
-    loader the API's address and a key, and for the analyst server the API's address (it
+    loader the API's address and its key (`loader_key`, unless the environment names one),
+    and for the analyst server the API's address (it
     checks the keys of logins there). With `loader_control`, the loader serves its control
     routes on its health port and the API is told where, both with the run's token."""
     extra = {**(kafka or {}), "HUB_KAFKA_BOOTSTRAP_SERVERS": bootstrap_servers}
     if name == "loader":
         extra["HUB_LOADER_REGISTRY_URL"] = api_url
-        extra["HUB_LOADER_REGISTRY_KEY"] = parent.get("HUB_LOADER_REGISTRY_KEY", admin_key)
+        extra["HUB_LOADER_REGISTRY_KEY"] = parent.get("HUB_LOADER_REGISTRY_KEY", loader_key)
         if loader_control is not None:
             extra["HUB_LOADER_HEALTH_PORT"] = str(loader_control.port)
             extra["HUB_LOADER_CONTROL_TOKEN"] = loader_control.token
@@ -203,6 +167,7 @@ class LocalStack:
         self._started_broker = False
         self._started_metastore = False
         self._admin_key = ""
+        self._loader_key = ""
         self._loader_control = LoaderControl.new(self._loader)
 
     @property
@@ -211,7 +176,11 @@ class LocalStack:
 
     @property
     def admin_key_file(self) -> Path:
-        return default_home() / "admin.key"
+        return key_file(default_home(), KeyRole.ADMIN)
+
+    @property
+    def loader_key_file(self) -> Path:
+        return key_file(default_home(), KeyRole.LOADER)
 
     def run(self) -> None:
         """Run until Ctrl-C (SIGINT) or SIGTERM, restarting any part that exits; then stop
@@ -220,7 +189,7 @@ class LocalStack:
         # order, and a second Ctrl-C (make forwards one too) cannot cut that short.
         for stop_signal in (signal.SIGINT, signal.SIGTERM):
             signal.signal(stop_signal, lambda *_: self._stop.set())
-        default_home().mkdir(parents=True, exist_ok=True)
+        private_home(default_home())
         try:
             self._start()
             while not self._stop.wait(1.0):
@@ -236,16 +205,7 @@ class LocalStack:
         self._broker.start()
         # The broker's address, and with a secured broker its CA and login.
         self._kafka = self._broker.client_settings()
-        log.info("migrating the hub's database")
-        migrate.upgrade(self._registry.database_url)
-        engine = create_database_engine(self._registry.database_url)
-        try:
-            teams = TeamStore(engine)
-            self._admin_key = local_admin_key(teams, self.admin_key_file)
-            if self._demo:
-                ensure_team(teams, TeamName(demo.TEAM))
-        finally:
-            engine.dispose()
+        self._prepare_catalog()
         self._spawn("API server", ["api", "serve"])
         self._wait_for_api()
         self._start_metastore()
@@ -263,6 +223,20 @@ class LocalStack:
             ).start()
         self._print_welcome()
 
+    def _prepare_catalog(self) -> None:
+        """Migrate the hub's database and issue the local keys: the admin's, and the loader's."""
+        log.info("migrating the hub's database")
+        migrate.upgrade(self._registry.database_url)
+        engine = create_database_engine(self._registry.database_url)
+        try:
+            teams = TeamStore(engine)
+            self._admin_key = local_key(teams, self.admin_key_file, role=KeyRole.ADMIN)
+            self._loader_key = local_key(teams, self.loader_key_file, role=KeyRole.LOADER)
+            if self._demo:
+                ensure_team(teams, TeamName(demo.TEAM))
+        finally:
+            engine.dispose()
+
     def _start_metastore(self) -> None:
         """The local metastore server, unless the settings point at another metastore."""
         if metastore_kind(self._loader) is not MetastoreKind.LOCAL_SERVER:
@@ -272,17 +246,21 @@ class LocalStack:
         self._metastore.start()
 
     def _spawn(self, name: str, args: list[str]) -> None:
-        env = child_env(
+        command = [sys.executable, "-m", "hub_cli.main", *args]
+        self._supervisor.start(
+            ChildSpec(name, command, self._child_env(name), self._log_path(name))
+        )
+
+    def _child_env(self, name: str) -> dict[str, str]:
+        return child_env(
             name,
             parent=os.environ,
             bootstrap_servers=self._kafka.bootstrap_servers,
             api_url=self.api_url,
-            admin_key=self._admin_key,
+            loader_key=self._loader_key,
             kafka=client_environment(self._kafka),
             loader_control=self._loader_control,
         )
-        command = [sys.executable, "-m", "hub_cli.main", *args]
-        self._supervisor.start(ChildSpec(name, command, env, self._log_path(name)))
 
     def _announce_exit(self, exit: ChildExit) -> None:
         """Say on the terminal what died and what happens next (the supervisor logs it too)."""
@@ -325,6 +303,7 @@ class LocalStack:
             f"  Kafka: {self._broker.bootstrap_servers}",
             f"  Admin API key: in {self.admin_key_file}; send it as",
             f'    -H "Authorization: Bearer $(cat {self.admin_key_file})"',
+            f"  The loader's key (reads only): in {self.loader_key_file}",
             f"  Tables: {self._loader.warehouse_dir}",
             f"  Hive metastore: {metastore.describe(self._loader)}",
             f"  Logs: {default_home() / 'logs'}",

@@ -19,6 +19,7 @@ class ErrorCode(IntEnum):
     # 401/403: who is asking, and whether they may
     UNAUTHENTICATED = 40101
     FORBIDDEN = 40301
+    CONSOLE_FORM_REFUSED = 40310
     # 404: the thing named does not exist (Confluent's numbers)
     SUBJECT_NOT_FOUND = 40401
     VERSION_NOT_FOUND = 40402
@@ -37,6 +38,8 @@ class ErrorCode(IntEnum):
     LOADER_SOURCE_NOT_FOUND = 40450
     LOADER_CONTROL_DISABLED = 40451
     LINEAGE_NOT_FOUND = 40460
+    # 408: the request's body did not arrive in time
+    REQUEST_TIMEOUT = 40801
     # 409: a schema the subject's compatibility level rejects (Confluent's number)
     INCOMPATIBLE_SCHEMA = 40901
     FEED_EXISTS = 40920
@@ -44,6 +47,7 @@ class ErrorCode(IntEnum):
     IDEMPOTENCY_KEY_IN_USE = 40922
     TOPIC_EXISTS_OUTSIDE_HUB = 40923
     TABLE_NAME_TAKEN = 40924
+    FEED_SUBJECT_TAKEN = 40925
     # 413/415: the body is too large, or not JSON
     PAYLOAD_TOO_LARGE = 41301
     RECORD_TOO_LARGE = 41302
@@ -68,6 +72,7 @@ class ErrorCode(IntEnum):
     INVALID_SCHEMA_ID = 42228
     FEED_QUOTA_EXCEEDED = 42229
     PARTITION_QUOTA_EXCEEDED = 42230
+    RESERVED_HEADER_NAME = 42231
     INVALID_CONNECTOR_CONFIG = 42240
     CONNECTOR_SECRET_MISSING = 42241
     UNPARSEABLE_SOURCE_RECORD = 42242
@@ -80,6 +85,8 @@ class ErrorCode(IntEnum):
     ANALYST_AUTH_REQUIRED = 42271
     # 429: the caller sends requests faster than its key's rate limit
     RATE_LIMITED = 42901
+    # 431: the request's line and headers are too large
+    REQUEST_HEADERS_TOO_LARGE = 43101
     # 5xx: the hub or something it depends on failed
     STORE_ERROR = 50001
     LOCAL_SERVICE_FAILED = 50010
@@ -92,6 +99,7 @@ class ErrorCode(IntEnum):
     DATABASE_UNAVAILABLE = 50303
     API_BUSY = 50304
     PRODUCER_QUEUE_FULL = 50305
+    BODY_BUFFERS_FULL = 50306
     CDC_SOURCE_UNAVAILABLE = 50330
     SOURCE_UNAVAILABLE = 50331
     METASTORE_UNAVAILABLE = 50340

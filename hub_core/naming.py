@@ -12,21 +12,35 @@ from hub_core.errors import ErrorCode, TerminalError
 
 TopicName = NewType("TopicName", str)
 
-_TOPIC = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+# Every character Kafka allows in a topic name is in `[a-zA-Z0-9._-]`; hub topics use a subset.
+_TOPIC = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+")
+# The last segment of every feed's dead-letter topic (`dlq_topic`).
+DLQ_SEGMENT = "dlq"
+# Kafka's longest topic name (`Topic.MAX_NAME_LENGTH` in its source).
+KAFKA_MAX_TOPIC_LENGTH = 249
+# A hub topic leaves room for the names derived from it. The longest is its dead-letter topic,
+# `<topic>.dlq`; the others fit with it: subjects `<topic>-value` (251 of the registry's 255),
+# tables `silver.<topic with dots as underscores>_history` (253 of a file name's 255 bytes).
+MAX_TOPIC_LENGTH = KAFKA_MAX_TOPIC_LENGTH - len(f".{DLQ_SEGMENT}")
 
 
 def topic_name(text: str) -> TopicName:
-    """Validate a hub topic name: lowercase `<domain>.<name>` segments of letters, digits, `_`."""
-    if len(text) > 249 or not _TOPIC.match(text):
+    """Validate a hub topic name: lowercase `<domain>.<name>` segments of letters, digits, `_`,
+    at most `MAX_TOPIC_LENGTH` characters."""
+    if len(text) > MAX_TOPIC_LENGTH:
         raise TerminalError(
-            f"Invalid topic name '{text}': hub topics are lowercase '<domain>.<name>' "
+            f"Invalid topic name '{text[:60]}...': it has {len(text):,} characters, and a hub "
+            f"topic at most {MAX_TOPIC_LENGTH}, so that its dead-letter topic '<topic>.dlq' "
+            f"fits Kafka's limit of {KAFKA_MAX_TOPIC_LENGTH}. Choose a shorter name."
+        )
+    if not _TOPIC.fullmatch(text):
+        raise TerminalError(
+            f"Invalid topic name {text!r}: hub topics are lowercase '<domain>.<name>' "
             "(letters, digits and underscores, dot-separated, e.g. 'sales.orders')."
         )
     return TopicName(text)
 
 
-# The last segment of every feed's dead-letter topic (`dlq_topic`).
-DLQ_SEGMENT = "dlq"
 # Topics of the hub's own state (`_hub_connect_offsets`, ...) start with this.
 HUB_TOPIC_PREFIX = "_hub_"
 # Kafka's and its tools' internal topics (`__consumer_offsets`, `_schemas`) start with `_`.

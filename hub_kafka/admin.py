@@ -12,7 +12,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from hub_kafka.errors import KafkaUnavailable, TopicNameCollides
+from hub_kafka.errors import KafkaRefused, KafkaUnavailable, TopicNameCollides
 from hub_kafka.handles import Admin
 from hub_kafka.security import client_config
 from hub_kafka.settings import KafkaSettings
@@ -22,6 +22,21 @@ log = logging.getLogger(__name__)
 _TIMEOUT_S = 30.0
 # How Kafka names the topic a new one collides with (`Topic.hasCollision` in its source).
 _COLLIDES = re.compile(r"collides with existing topic: (\S+)")
+# Kafka's answers that refuse a topic operation itself. Kafka was reached, and asking again
+# cannot help, so they are not answered 503 "check that Kafka is reachable" as the others are.
+_REFUSALS = frozenset(
+    {
+        KafkaError.INVALID_CONFIG,
+        KafkaError.POLICY_VIOLATION,
+        KafkaError.TOPIC_EXCEPTION,  # an invalid topic name
+        KafkaError.INVALID_PARTITIONS,
+        KafkaError.INVALID_REPLICATION_FACTOR,
+        KafkaError.INVALID_REPLICA_ASSIGNMENT,
+        KafkaError.INVALID_REQUEST,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +71,7 @@ class TopicAdmin:
             collision = _COLLIDES.search(exc.args[0].str())
             if exc.args[0].code() == KafkaError.TOPIC_EXCEPTION and collision:
                 raise TopicNameCollides(topic, existing=collision.group(1)) from exc
-            raise self._unavailable(f"create topic '{topic}'", exc) from exc
+            raise self._failure(f"create topic '{topic}'", exc) from exc
         log.info(
             "created topic %s (%d partitions, %d replicas, %s)", topic, partitions, replicas, config
         )
@@ -100,7 +115,7 @@ class TopicAdmin:
             for future in self._admin.client.incremental_alter_configs([resource]).values():
                 future.result(_TIMEOUT_S)
         except KafkaException as exc:
-            raise self._unavailable(f"alter topic '{topic}'", exc) from exc
+            raise self._failure(f"alter topic '{topic}'", exc) from exc
 
     def delete(self, topic: str) -> bool:
         """Delete `topic`; False when it did not exist."""
@@ -111,7 +126,7 @@ class TopicAdmin:
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 return False
-            raise self._unavailable(f"delete topic '{topic}'", exc) from exc
+            raise self._failure(f"delete topic '{topic}'", exc) from exc
         log.info("deleted topic %s", topic)
         return True
 
@@ -156,6 +171,13 @@ class TopicAdmin:
         """Destroy the client now (`hub_kafka.handles`); later calls raise 50301, `ping` answers
         False."""
         self._admin.close()
+
+    def _failure(self, action: str, exc: KafkaException) -> KafkaRefused | KafkaUnavailable:
+        """What a failed topic operation is: refused by Kafka (50020), or Kafka unavailable."""
+        error = exc.args[0] if exc.args else None
+        if isinstance(error, KafkaError) and error.code() in _REFUSALS:
+            return KafkaRefused(action, reason=error.str())
+        return self._unavailable(action, exc)
 
     def _unavailable(self, action: str, exc: KafkaException) -> KafkaUnavailable:
         return KafkaUnavailable(

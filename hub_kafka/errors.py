@@ -9,6 +9,20 @@ class KafkaUnavailable(TransientError):
     code = ErrorCode.KAFKA_UNAVAILABLE
 
 
+class KafkaRefused(TerminalError):
+    """Kafka answered and refused a topic operation: asking again cannot help. The hub checks
+    what a user asks for before asking Kafka, so what is left is the cluster's own rules."""
+
+    code = ErrorCode.KAFKA_REFUSED
+
+    def __init__(self, action: str, *, reason: str) -> None:
+        super().__init__(
+            f"Kafka refused to {action}: {reason}. This is a rule of the Kafka cluster (a "
+            "topic policy, ACLs, or more replicas than brokers, see "
+            "HUB_KAFKA_REPLICATION_FACTOR): ask its operator."
+        )
+
+
 class TopicNameCollides(TerminalError):
     """Kafka refuses a topic whose name equals an existing one's once '.' and '_' are made the
     same (their metric names would clash); for the hub such topics also share table names."""

@@ -54,6 +54,19 @@ class RecordTooLarge(TerminalError):
         self.path = "$"
 
 
+class ReservedHeaderName(TerminalError):
+    """A publisher's record header named like the hub's own (`hub.*`, publish/headers.py)."""
+
+    code = ErrorCode.RESERVED_HEADER_NAME
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"$.headers: header {name[:40]!r} is not allowed: header names starting with "
+            "'hub.' (in any case) are reserved for the hub's lineage; rename the header."
+        )
+        self.path = "$.headers"
+
+
 class ProxyRefused(Exception):
     """A whole request refused, with a REST Proxy code or one of the hub's."""
 

@@ -2,11 +2,18 @@
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from catalog.errors import FeedExists, InvalidFeed, TableNameTaken, TopicExistsOutsideHub
+from catalog.errors import (
+    FeedExists,
+    InvalidFeed,
+    TableNameTaken,
+    TeamNotFound,
+    TopicExistsOutsideHub,
+)
 from catalog.feeds import FeedStore
 from catalog.types import Feed, FeedKind, TeamName
 from hub_core.naming import (
@@ -31,6 +38,11 @@ log = logging.getLogger(__name__)
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 DLQ_RETENTION_MS = 14 * 24 * 3600 * 1000
 _MAX_PARTITIONS = 1_000
+# Kafka holds `retention.ms` in a Java long; a larger number fails the topic's creation there.
+MAX_RETENTION_MS = 2**63 - 1
+# Tab, line feed and carriage return are text; the other C0 controls are not (PostgreSQL cannot
+# even store NUL).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +95,13 @@ def key_schema(value_schema: Any, key_fields: tuple[str, ...]) -> dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class FeedQuotas:
-    """How many feeds a team may own, and how many partitions one feed may have; None: no
-    quota (connectors and tools), the API sets both from its settings."""
+    """How many feeds a team may own, how many partitions one feed may have and how long its
+    description may be; None: no quota (connectors and tools), the API sets them from its
+    settings."""
 
     feeds_per_team: int | None = None
     partitions_per_feed: int | None = None
+    description_bytes: int | None = None
 
 
 NO_QUOTAS = FeedQuotas()
@@ -118,7 +132,8 @@ class FeedService:
 
         Nothing is written until the topic is known to be free: not reserved, not a feed (409
         naming its owner), not landing in another feed's tables (409 naming that feed) and not
-        a Kafka topic outside the hub (409; the hub never adopts a topic). Creating the topic in
+        a Kafka topic outside the hub (409; the hub never adopts a topic), and until its owner
+        team, quotas, settings and schemas are checked (404, 422). Creating the topic in
         Kafka is the step only one request can win, so whatever comes after is this request's
         own. If a later step fails, what this request wrote is undone: the topics it created are
         deleted and the schema versions it added are purged; versions that existed before are
@@ -129,6 +144,8 @@ class FeedService:
         if existing is not None:
             raise FeedExists(topic, owner=existing.owner)
         self._check_tables_free(topic)
+        if not self._feeds.team_exists(team=spec.owner):
+            raise TeamNotFound(spec.owner)
         self._check_quotas(spec)
         value = self._validate(spec, topic)
         dlq = dlq_topic(topic)
@@ -207,11 +224,11 @@ class FeedService:
 
     def _validate(self, spec: FeedSpec, topic: TopicName) -> dict[str, Any]:
         if not 1 <= spec.partitions <= _MAX_PARTITIONS:
-            raise InvalidFeed(
-                f"partitions must be between 1 and {_MAX_PARTITIONS}, got {spec.partitions}."
-            )
-        if spec.retention_ms is not None and spec.retention_ms < 1 and spec.retention_ms != -1:
-            raise InvalidFeed("retention_ms must be positive, or -1 to keep records forever.")
+            shown = _shown(spec.partitions)
+            raise InvalidFeed(f"partitions must be between 1 and {_MAX_PARTITIONS}, got {shown}.")
+        if spec.retention_ms is not None:
+            _check_retention(spec.retention_ms)
+        self._check_description(spec.description)
         if spec.kind is FeedKind.CHANGELOG and not spec.key_fields:
             raise InvalidFeed(
                 "A changelog feed needs key_fields: the fields that identify an entity "
@@ -230,10 +247,38 @@ class FeedService:
         missing = [k for k in spec.key_fields if k not in names and spec.key_schema is None]
         if missing:
             raise InvalidFeed(
-                f"key_fields {', '.join(missing)} are not fields of the value schema; "
-                f"its fields are: {', '.join(names)}."
+                f"key_fields {_listed(missing)} are not fields of the value schema; "
+                f"its fields are: {_listed(names)}."
             )
         return value
+
+    def _check_description(self, description: str) -> None:
+        """42222 for a description over its size limit, or with control characters (other
+        than tab and line breaks) or text that is not Unicode: it is stored and shown to every
+        reader, so it is text of a bounded size."""
+        limit = self._quotas.description_bytes
+        if limit is not None and len(description) > limit:  # a character is at least a byte
+            size = len(description)
+        else:
+            try:
+                size = len(description.encode("utf-8"))
+            except UnicodeEncodeError as exc:  # a lone surrogate, which JSON can carry
+                raise InvalidFeed(
+                    f"description holds no valid Unicode text at character {exc.start}; send "
+                    "it as UTF-8 text."
+                ) from exc
+        if limit is not None and size > limit:
+            raise InvalidFeed(
+                f"description is {size:,} bytes (UTF-8); a feed's description may have at "
+                f"most {limit:,} (HUB_API_MAX_FEED_DESCRIPTION_BYTES). Keep it to a summary "
+                "for readers, and link to longer documentation."
+            )
+        control = _CONTROL.search(description)
+        if control is not None:
+            raise InvalidFeed(
+                f"description has a control character (U+{ord(control.group()):04X}) at "
+                f"character {control.start()}; only tabs and line breaks are allowed."
+            )
 
     def get(self, topic: str) -> Feed:
         return self._feeds.get(topic=topic)
@@ -273,11 +318,12 @@ class FeedService:
     def update(self, topic: str, *, description: str | None, retention_ms: int | None) -> Feed:
         """Change the description and/or the retention (event feeds), in Kafka too."""
         feed = self._feeds.get(topic=topic)
+        if description is not None:
+            self._check_description(description)
         if retention_ms is not None:
             if feed.kind is FeedKind.CHANGELOG:
                 raise InvalidFeed(f"Feed '{topic}' is a compacted changelog; it has no retention.")
-            if retention_ms < 1 and retention_ms != -1:
-                raise InvalidFeed("retention_ms must be positive, or -1 to keep records forever.")
+            _check_retention(retention_ms)
             self._admin.alter(topic, config={"retention.ms": str(retention_ms)})
         self._cached.pop(topic)
         return self._feeds.update(topic=topic, description=description, retention_ms=retention_ms)
@@ -294,6 +340,29 @@ class FeedService:
         self._cached.pop(topic)
         log.info("deleted feed %s", topic)
         return feed
+
+
+def _check_retention(retention_ms: int) -> None:
+    """42222 unless Kafka takes `retention_ms` as a topic's `retention.ms`: -1, or a positive
+    long (0 is refused too: it would delete records as soon as they are written)."""
+    if retention_ms != -1 and not 1 <= retention_ms <= MAX_RETENTION_MS:
+        raise InvalidFeed(
+            f"retention_ms must be between 1 and {MAX_RETENTION_MS} (Kafka's retention.ms is a "
+            f"64-bit integer), or -1 to keep records forever; got {_shown(retention_ms)}."
+        )
+
+
+def _listed(names: list[str], most: int = 20) -> str:
+    """Names as an error message lists them: the first `most`, then how many more."""
+    shown = ", ".join(name[:100] for name in names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most:,} more"
+
+
+def _shown(number: int) -> str:
+    """A number as an error message shows it: in full unless it is too long to read."""
+    if -(10**24) < number < 10**24:
+        return str(number)
+    return f"a number of {number.bit_length():,} bits"
 
 
 class _Undo:

@@ -26,6 +26,7 @@ from hub_kafka.producer import (
     TransactionalProducers,
 )
 from publish.errors import RecordTooLarge
+from publish.headers import caller_headers, hub_headers
 from registry.cleaning import Change
 from registry.compiled import CompiledSchema, compiled
 from registry.errors import InvalidRecord, TombstoneNotAllowed
@@ -45,7 +46,6 @@ MAX_TIMESTAMP_AHEAD_MS = 3_600_000
 # per header, the lengths of its name and value.
 _RECORD_FRAMING = 64
 _HEADER_FRAMING = 10
-MAX_HEADER_NAME = 255  # characters of a header name
 IDEMPOTENCY_HEADER = "hub.idempotency-key"
 # The publish request's id (the API's `X-Request-Id`), on each of its records: lineage traces a
 # table row back to the request that wrote it (docs/lineage.md).
@@ -73,6 +73,9 @@ class IncomingRecord:
     key: Any = None
     headers: Mapping[str, str] | None = None
     timestamp: Any = None  # ISO-8601 text or epoch milliseconds; default: when Kafka gets it
+    # Headers the hub sets itself (a connector's `hub.cdc.*`), never filled from a caller's
+    # input: `headers` may not use the hub's names (publish/headers.py).
+    hub_headers: Mapping[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -187,7 +190,9 @@ def _prepare(
     else:
         value, changes = values.schema.clean_encode(record.value, values.schema_id)
     key = None if record.key is None and keys.schema is None else _encode_key(record, keys)
-    headers = _headers(record.headers) if record.headers is not None else None
+    headers = caller_headers(record.headers) if record.headers is not None else None
+    if record.hub_headers is not None:
+        headers = [*(headers or ()), *hub_headers(record.hub_headers)]
     if marker is not None:
         headers = marker if headers is None else headers + marker
     timestamp = record.timestamp
@@ -575,24 +580,6 @@ def _plain_key(key: Any) -> bytes | None:
     if isinstance(key, str):
         return key.encode("utf-8")
     return json.dumps(key, separators=(",", ":"), sort_keys=True).encode("utf-8")
-
-
-def _headers(headers: Mapping[str, str] | None) -> list[tuple[str, bytes]]:
-    if headers is None:
-        return []
-    if not isinstance(headers, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
-    ):
-        raise InvalidRecord("$.headers: expected an object of string values.", path="$.headers")
-    for name, value in headers.items():
-        if not name or len(name) > MAX_HEADER_NAME or not name.isprintable() or "\x00" in value:
-            raise InvalidRecord(
-                f"$.headers: header {name[:40]!r} is not allowed: names are 1 to "
-                f"{MAX_HEADER_NAME} printable characters, and no name or value may hold a NUL "
-                "character.",
-                path="$.headers",
-            )
-    return [(name, value.encode("utf-8")) for name, value in headers.items()]
 
 
 def _too_far_ahead(timestamp: Any) -> InvalidRecord:

@@ -323,7 +323,8 @@ class RegistryService:
         normalize: bool = False,
         include_deleted: bool = False,
     ) -> RegisteredSchema:
-        """The version of `subject` holding this schema (40401 no subject, 40403 no such schema)."""
+        """The version of `subject` holding this schema (40401 no subject, 40403 no such schema;
+        42201 for text over the size, nesting or references limits, before it is parsed)."""
         fingerprint, refs = self._identity(schema_text, tuple(references), normalize)
         key = (subject, fingerprint, include_deleted)
         generation = self._changes.generation()  # before the read: see `AsOf.put`
@@ -363,6 +364,8 @@ class RegistryService:
         """What `lookup` (no references, not normalized, live versions) answered before, if it
         was read at `generation` (from `generation()`, read after the request arrived); None
         otherwise. Never reads the database."""
+        if len(schema_text) > self._limits.max_bytes:
+            return None  # `_identity` refuses it, so it was never cached: skip its digest
         identity = self._identities.get((_digest(schema_text), (), False))
         if identity is None:
             return None
@@ -375,6 +378,11 @@ class RegistryService:
         key = (_digest(schema_text), references, normalize)
         known = self._identities.get(key)
         if known is None:
+            # Anyone may look a schema up, so what is sent is held to the limits registration
+            # holds it to before parsing (size, JSON nesting, references): parsing is what costs.
+            # The rules on the parsed schema are not applied: a schema registered before a rule
+            # existed must still be found.
+            check_text(schema_text, self._limits, references=len(references))
             schema = self._parse_uncached(schema_text, references, normalize)
             known = (schema.fingerprint, schema.references)
             self._identities.get_or_load(key, lambda: known)

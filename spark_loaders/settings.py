@@ -168,7 +168,8 @@ class LoaderSettings(BaseSettings):
     )
     registry_key: str | None = Field(
         default=None,
-        description="API key for the registry, needed when HUB_API_PUBLIC_READS is false.",
+        description="API key for the registry, needed when HUB_API_PUBLIC_READS is false: a "
+        "loader key (`hub key create --loader`), which reads and changes nothing.",
     )
     topic_pattern: str = Field(
         default=DEFAULT_TOPIC_PATTERN,

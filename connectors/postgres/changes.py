@@ -296,9 +296,10 @@ class ChangeDecoder:
     def _record(
         self, table: CapturedTable, key: Any, value: Any, unchanged: list[str] | None = None
     ) -> IncomingRecord:
-        headers = {UNCHANGED_HEADER: ",".join(unchanged)} if unchanged else None
-        # (value, key, headers, timestamp), by position: one is made per change
-        return IncomingRecord(value, key, headers, self._commit_ms or None)
+        # The hub's own header, so not among the publisher's `headers`, which may not use it.
+        own = {UNCHANGED_HEADER: ",".join(unchanged)} if unchanged else None
+        # (value, key, headers, timestamp, hub_headers), by position: one is made per change
+        return IncomingRecord(value, key, None, self._commit_ms or None, own)
 
     def _row_change(self, data: bytes, lsn: int, pending: Pending) -> bool:
         """An Insert, or an Update without an old tuple, of a known relation whose every column

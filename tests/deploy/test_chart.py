@@ -32,6 +32,8 @@ sys.path.insert(0, str(REPO / "tools"))
 from k8s_schemas import VERSION as KUBERNETES  # noqa: E402
 
 VALUES = {"default": [], "production": ["--values", str(PRODUCTION)]}
+# Tables on the chart's volume, which the loader and the Thrift server both mount.
+_SHARED_VOLUME = ["--set", "storage.volume.accessMode=ReadWriteMany"]
 
 
 def _tool(name: str) -> str:
@@ -237,8 +239,8 @@ def test_the_thrift_server_reads_the_loaders_tables_and_is_reachable_only_as_con
     loader = _container_env(objects, "hub-integration-hub-loader")
     analyst = _container_env(objects, "hub-integration-hub-analyst")
     for shared in (
-        "HUB_LOADER_WAREHOUSE_DIR", "HUB_LOADER_CHECKPOINT_DIR", "HUB_LOADER_S3_ENDPOINT",
-        "HUB_LOADER_S3_ACCESS_KEY", "HUB_LOADER_METASTORE_URL", "HUB_LOADER_MASTER",
+        "HUB_LOADER_WAREHOUSE_DIR", "HUB_LOADER_S3_ENDPOINT", "HUB_LOADER_METASTORE_URL",
+        "HUB_LOADER_MASTER",
     ):  # fmt: skip
         assert analyst[shared] == loader[shared], shared
     assert loader["HUB_LOADER_WAREHOUSE_DIR"] == "s3a://hub-tables/warehouse"
@@ -276,6 +278,111 @@ def test_the_thrift_server_reads_the_loaders_tables_and_is_reachable_only_as_con
     assert monitoring in policies["hub-integration-hub-api"]["ingress"][0]["from"]
 
 
+def test_the_thrift_server_holds_only_read_only_credentials_and_no_others() -> None:
+    """Analysts' SQL runs in the Thrift server: whatever escapes there finds no registry
+    database, no Kafka login, no write keys and no Kubernetes token."""
+    objects = _objects(_render(VALUES["production"]))
+    analyst = _container_env(objects, "hub-integration-hub-analyst")
+    pod = _pod(objects, "hub-integration-hub-analyst")
+
+    assert "HUB_REGISTRY_DATABASE_URL" not in analyst
+    assert not [name for name in analyst if name.startswith(("HUB_KAFKA_SASL", "HUB_KAFKA_SSL"))]
+    assert "HUB_LOADER_CHECKPOINT_DIR" not in analyst  # it reads tables, not the loader's state
+    assert analyst["HUB_LOADER_S3_ACCESS_KEY"]["secretKeyRef"]["name"] == "hub-s3-read-only"
+    for variable in ("HUB_LOADER_METASTORE_USER", "HUB_LOADER_METASTORE_PASSWORD"):
+        assert analyst[variable]["secretKeyRef"]["name"] == "hub-metastore-db-read-only"
+    secrets = {v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+    assert secrets == {"hub-s3-read-only"}
+    assert pod["automountServiceAccountToken"] is False
+    (container,) = pod["containers"]
+    for mount in container["volumeMounts"]:
+        if mount["mountPath"] not in ("/tmp", "/var/lib/hub"):  # its scratch space
+            assert mount.get("readOnly") is True, mount
+
+
+def test_the_thrift_server_mounts_the_tables_volume_read_only() -> None:
+    objects = _objects(_render(["--set", "analyst.enabled=true", *_SHARED_VOLUME]))
+    pod = _pod(objects, "hub-integration-hub-analyst")
+    loader = _pod(objects, "hub-integration-hub-loader")
+
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "data"]
+    assert mount == {"name": "data", "mountPath": "/data", "readOnly": True}
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "data"]
+    assert volume["persistentVolumeClaim"]["readOnly"] is True
+    (written,) = [m for m in loader["containers"][0]["volumeMounts"] if m["name"] == "data"]
+    assert "readOnly" not in written  # the loader lands the tables there
+
+
+@pytest.mark.parametrize(
+    ("values", "refusal"),
+    [
+        (["--set", "storage.s3.readOnlySecret="], "name it in storage.s3.readOnlySecret"),
+        (["--set", "storage.s3.readOnlySecret=hub-s3"], "s3.readOnlySecret names the loader"),
+        (["--set", "metastore.readOnlySecret="], "name it in metastore.readOnlySecret"),
+        (["--set", "metastore.readOnlySecret=hub-metastore-db"], "metastore.readOnlySecret names"),
+    ],
+    ids=["no-read-only-s3-keys", "s3-write-keys", "no-read-only-metastore-user", "metastore-owner"],
+)
+def test_the_chart_refuses_to_give_the_thrift_server_the_loaders_write_credentials(
+    values: list[str], refusal: str
+) -> None:
+    rendered = subprocess.run(
+        [_tool("helm"), "template", "hub", str(CHART), *VALUES["production"], *values],
+        capture_output=True,
+        text=True,
+    )
+    assert rendered.returncode != 0
+    assert refusal in rendered.stderr
+
+
+def test_an_empty_analyst_from_admits_no_one_to_the_thrift_server(tmp_path: Path) -> None:
+    closed = tmp_path / "closed.yaml"
+    closed.write_text("networkPolicy:\n  analystFrom: []\n")
+    objects = _objects(_render([*VALUES["production"], "--values", str(closed)]))
+    policies = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "NetworkPolicy"}
+
+    thrift = policies["hub-integration-hub-analyst"]
+    assert "Ingress" in thrift["policyTypes"]
+    assert thrift["ingress"] == []  # no rule: no source matches, none is admitted
+
+
+def test_only_the_pods_that_use_a_secret_get_it() -> None:
+    objects = _objects(_render(VALUES["production"]))
+    database = {"hub-integration-hub-api", "hub-integration-hub-migrate-1"} | {
+        o["metadata"]["name"] for o in objects if "-connector-" in o["metadata"]["name"]
+    }
+    kafka = (database - {"hub-integration-hub-migrate-1"}) | {"hub-integration-hub-loader"}
+    for o in objects:
+        if o["kind"] not in ("Deployment", "Job"):
+            continue
+        name = o["metadata"]["name"]
+        env = _container_env(objects, name)
+        volumes = {v["name"] for v in _pod(objects, name)["volumes"]}
+        assert ("HUB_REGISTRY_DATABASE_URL" in env) == (name in database), name
+        assert ("HUB_KAFKA_SASL_PASSWORD_FILE" in env) == (name in kafka), name
+        assert ({"kafka-sasl", "kafka-tls"} <= volumes) == (name in kafka), name
+
+
+def test_only_a_loader_on_a_kubernetes_master_gets_a_service_account_token() -> None:
+    on_kubernetes = ["--set", "spark.master=k8s://https://kubernetes.default.svc:443"]
+    for values in (VALUES["production"], [*VALUES["production"], *on_kubernetes]):
+        objects = _objects(_render([*values, "--set", "analyst.env.HUB_LOADER_MASTER=local[*]"]))
+        for o in objects:
+            if o["kind"] in ("Deployment", "Job"):
+                name = o["metadata"]["name"]
+                wanted = name.endswith("-loader") and values != VALUES["production"]
+                assert _pod(objects, name)["automountServiceAccountToken"] is wanted, name
+
+    # The Thrift server cannot follow the loader there: it holds no token to ask for executors.
+    rendered = subprocess.run(
+        [_tool("helm"), "template", "hub", str(CHART), *VALUES["production"], *on_kubernetes],
+        capture_output=True,
+        text=True,
+    )
+    assert rendered.returncode != 0
+    assert "Set analyst.env.HUB_LOADER_MASTER to local[*] or a spark:// master" in rendered.stderr
+
+
 def test_a_shared_volume_must_be_read_write_many_when_the_thrift_server_reads_it() -> None:
     rendered = subprocess.run(
         [_tool("helm"), "template", "hub", str(CHART), "--set", "analyst.enabled=true"],
@@ -303,11 +410,19 @@ def test_every_connector_file_the_chart_renders_is_one_the_hub_accepts(
         assert load(path).name in {"shop-cdc", "billing-invoices"}
 
 
-def _container_env(objects: list[dict[str, Any]], deployment: str) -> dict[str, Any]:
+def _pod(objects: list[dict[str, Any]], workload: str) -> dict[str, Any]:
+    """The pod spec of the Deployment or Job named `workload`."""
     (found,) = [
-        o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == deployment
+        o
+        for o in objects
+        if o["kind"] in ("Deployment", "Job") and o["metadata"]["name"] == workload
     ]
+    pod: dict[str, Any] = found["spec"]["template"]["spec"]
+    return pod
+
+
+def _container_env(objects: list[dict[str, Any]], deployment: str) -> dict[str, Any]:
     return {
         e["name"]: e.get("value", e.get("valueFrom"))
-        for e in found["spec"]["template"]["spec"]["containers"][0]["env"]
+        for e in _pod(objects, deployment)["containers"][0]["env"]
     }

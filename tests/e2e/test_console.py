@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import (
+    APIResponse,
+    Browser,
+    BrowserContext,
+    Page,
+    expect,
+    sync_playwright,
+)
 from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, insert
 
 from tests.support.connect import ConnectHub, connector_file
@@ -119,8 +126,16 @@ def _sign_in(context: BrowserContext, api_url: str, key: str) -> Page:
     return page
 
 
+def _post_form(context: BrowserContext, page: Page, url: str) -> APIResponse:
+    """A form post with `page`'s session: its cookie, its form token and its origin, as a
+    person could forge it from the console's own page."""
+    token = page.locator('input[name="csrf_token"]').first.get_attribute("value") or ""
+    origin = "/".join(url.split("/")[:3])
+    return context.request.post(url, form={"csrf_token": token}, headers={"Origin": origin})
+
+
 def test_sign_in_refuses_a_wrong_key_and_keeps_the_key_from_scripts(
-    context: BrowserContext, api_url: str, shop: str, tmp_path: Path
+    browser: Browser, context: BrowserContext, api_url: str, shop: str, tmp_path: Path
 ) -> None:
     page = context.new_page()
     page.goto(f"{api_url}/console/feeds")  # not signed in: the sign-in page
@@ -132,16 +147,33 @@ def test_sign_in_refuses_a_wrong_key_and_keeps_the_key_from_scripts(
 
     page = _sign_in(context, api_url, shop)
     expect(page.get_by_text("Signed in as team shop")).to_be_visible()
+    # The only cookie is the session's: a random id, not the key, for /console only.
     (cookie,) = context.cookies()
+    assert cookie["name"] == "hub_console_session"
+    assert shop.rsplit("_", 1)[1] not in cookie["value"]
     assert (cookie["httpOnly"], cookie["secure"], cookie["sameSite"]) == (True, True, "Strict")
     assert cookie["path"] == "/console"
+    assert cookie["expires"] > 0  # Max-Age: the session's lifetime
     assert page.evaluate("document.cookie") == ""
-    # The cookie stands for the key under /console only: the API itself still wants a header.
+    assert shop not in page.content()
+    # The cookie stands for no key: the API itself still wants a header.
     assert context.request.get(f"{api_url}/v1/whoami").status == 401
+    page.get_by_role("link", name="Connectors").click()
+    expect(page.get_by_role("heading", name="Connectors", exact=True)).to_be_visible()
 
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
-    assert context.cookies() == []
+    assert [c["name"] for c in context.cookies()] == ["hub_console_form"]  # the sign-in form's
+    # Sign-out ended the session in the hub: a copy of its cookie signs nobody in.
+    copy = browser.new_context()
+    try:
+        copy.add_cookies([{"name": cookie["name"], "value": cookie["value"],
+                           "domain": cookie["domain"], "path": cookie["path"]}])  # fmt: skip
+        replayed = copy.new_page()
+        replayed.goto(f"{api_url}/console/feeds")
+        expect(replayed.get_by_role("heading", name="Sign in")).to_be_visible()
+    finally:
+        copy.close()
 
 
 def test_feeds_page_shows_owner_kind_partitions_and_records_of_the_last_hour(
@@ -285,10 +317,14 @@ def test_connector_owner_pauses_resumes_and_restarts_and_another_team_cannot(
         expect(rival_section.get_by_role("row", name="Owner")).to_contain_text("shop")
         expect(rival_section.get_by_role("button")).to_have_count(0)
         _shot(rival_page, tmp_path, "connectors-other-team")
-        # A forged action with the other team's cookie is refused by the server.
-        forged = other.request.post(f"{api_url}/console/connectors/{name}/pause")
+        # A forged action with the other team's cookie and form token is refused by the server;
+        # without the token, it is refused as a forged form before that.
+        forged = _post_form(other, rival_page, f"{api_url}/console/connectors/{name}/pause")
         assert forged.status == 403
         assert f"Connector '{name}' belongs to team 'shop'" in html.unescape(forged.text())
+        tokenless = other.request.post(f"{api_url}/console/connectors/{name}/pause",
+                                       headers={"Origin": api_url})  # fmt: skip
+        assert tokenless.status == 403 and "40310" in tokenless.text()
     finally:
         other.close()
     target = httpx.get(f"{api_url}/v1/connectors/{name}", timeout=30).json()["target_state"]
@@ -450,14 +486,16 @@ def test_tables_lag_freshness_and_the_owners_replay_of_a_feeds_quarantine(
             _quarantine(rival_page).get_by_role("row", name="SCHEMA_UNRESOLVABLE")
         ).to_be_visible()
         expect(_quarantine(rival_page).get_by_role("button")).to_have_count(0)
-        forged = other.request.post(f"{url}/console/feeds/{topic}/replay")
+        forged = _post_form(other, rival_page, f"{url}/console/feeds/{topic}/replay")
         assert forged.status == 403
         assert f"Feed '{topic}' belongs to team 'shop'" in html.unescape(forged.text())
     finally:
         other.close()
 
     register(api_url, admin_key, f"{topic}-value", ITEM_V2)  # the fix
-    replay.click()
+    # The page answers once the loader's replay, a Spark job, is done: on two busy cores that
+    # takes longer than Playwright's 30 s for a navigation (the API waits up to 120 s).
+    replay.click(timeout=120_000)
     expect(page.get_by_role("status")).to_contain_text("1 record landed")
     expect(_quarantine(page)).to_contain_text("No quarantined records")
     page.get_by_role("link", name="Tables").click()

@@ -19,7 +19,7 @@ from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
-TEAM = "batch-stampers"
+TEAM = "batch_stampers"
 SCHEMA = {
     "type": "record",
     "name": "Visit",
@@ -37,7 +37,7 @@ def test_each_batch_stamps_its_landing_time_and_compiles_no_new_code(
     tmp_path: Path,
 ) -> None:
     key = team_key(TEAM)
-    topic = unique_topic("stamps")
+    topic = unique_topic(TEAM)
     table = f"bronze.{topic.replace('.', '_')}"
     create_feed(api_url, key, topic=topic, schema=SCHEMA, owner=TEAM, partitions=1)
     settings = loader_settings.model_copy(
@@ -90,7 +90,7 @@ def test_the_progress_reports_as_the_loader_reads_them_give_each_batchs_lag(
     tmp_path: Path,
 ) -> None:
     key = team_key(TEAM)
-    topic = unique_topic("reports")
+    topic = unique_topic(TEAM)
     create_feed(api_url, key, topic=topic, schema=SCHEMA, owner=TEAM, partitions=1)
     records = [{"value": {"id": n, "page": f"/{n}"}} for n in range(3)]
     assert publish(api_url, key, topic, records).status_code == 200

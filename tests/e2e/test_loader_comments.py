@@ -15,7 +15,7 @@ from tests.support.loader import REGISTRY_MEDIA_TYPE, land_once
 
 pytestmark = pytest.mark.e2e
 
-TEAM = "doc-writers"
+TEAM = "doc_writers"
 # Spark substitutes ${env:...} and ${system:...} in SQL text unless told not to; a quote or a
 # backslash breaks naive quoting.
 TRICKY = "home=${env:HOME} user=${system:user.name} it's \\ 'quoted'"
@@ -53,7 +53,7 @@ def test_docs_with_variables_quotes_and_backslashes_land_as_literal_comments(
     tmp_path: Path,
 ) -> None:
     key = team_key(TEAM)
-    topic = unique_topic("docs")
+    topic = unique_topic(TEAM)
     table = f"bronze.{topic.replace('.', '_')}"
     # The first version has the doc already: the table is created with it.
     create_feed(

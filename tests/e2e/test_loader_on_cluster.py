@@ -50,7 +50,7 @@ def test_bronze_silver_and_gold_run_on_a_standalone_cluster_each_record_once(
 ) -> None:
     # A changelog feed: 300 customers created, then each moved to another country.
     key = team_key(demo.TEAM)
-    topic = unique_topic("cluster")
+    topic = unique_topic(demo.TEAM)
     create_feed(api_url, key, topic=topic, schema=demo.schema_text("demo.customers"),
                 owner=demo.TEAM, partitions=3)  # fmt: skip
     customers = range(1, 301)

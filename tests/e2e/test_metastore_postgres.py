@@ -2,7 +2,8 @@
 
 Production's setup (docs/production.md): each of the three runs as its own process, as a user
 runs them, on a fresh PostgreSQL database that none of them was told to prepare. The loader
-and `hub sql` start at the same moment, so both find the database empty.
+and `hub sql` start at the same moment, so both find the database empty. The Thrift server
+logs in as the chart has it log in, as a user that may only read (docs/deployment.md).
 """
 
 import os
@@ -10,6 +11,7 @@ import random
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 from impala.dbapi import connect
 from sqlalchemy import create_engine, make_url, text
+from sqlalchemy.exc import ProgrammingError
 
 from hub_cli import demo
 from hub_core.naming import TopicName, bronze_table
@@ -130,6 +133,26 @@ def _thrift_rows(port: int, statement: str, *, key: str) -> list[tuple[Any, ...]
         connection.close()
 
 
+def _select_only_user(database: str) -> str:
+    """A new user of `database` granted SELECT on the metastore's tables and nothing else."""
+    user = f"reader_{uuid.uuid4().hex[:8]}"
+    engine = create_engine(database, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(f"CREATE ROLE {user} LOGIN"))
+            conn.execute(text(f"GRANT USAGE ON SCHEMA public TO {user}"))
+            conn.execute(text(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {user}"))
+            # Before PostgreSQL 15 every user may create tables in `public`.
+            conn.execute(text("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))
+    finally:
+        engine.dispose()
+    return user
+
+
+def _as_user(database: str, user: str) -> str:
+    return make_url(database).set(username=user).render_as_string(hide_password=False)
+
+
 def _metastore_rows(database: str, statement: str) -> list[tuple[Any, ...]]:
     engine = create_engine(database)
     try:
@@ -139,7 +162,7 @@ def _metastore_rows(database: str, statement: str) -> list[tuple[Any, ...]]:
         engine.dispose()
 
 
-def test_loader_sql_and_thrift_server_share_a_postgresql_metastore(
+def test_loader_sql_and_a_read_only_thrift_server_share_a_postgresql_metastore(
     api_url: str,
     kafka_bootstrap: str,
     team_key: Callable[[str], str],
@@ -172,13 +195,19 @@ def test_loader_sql_and_thrift_server_share_a_postgresql_metastore(
     for view in views:
         assert view["view_id"] in landed.stdout
 
-    with _thrift_server(env, tmp_path / "serve.log") as port:
+    reader = _select_only_user(postgres_database)
+    with _thrift_server(
+        {**env, "HUB_LOADER_METASTORE_USER": reader}, tmp_path / "serve.log"
+    ) as port:
         tables = {row[1] for row in _thrift_rows(port, "SHOW TABLES IN bronze", key=key)}
         counted = _thrift_rows(port, f"SELECT count(*) FROM {table}", key=key)
     logs.append((tmp_path / "serve.log").read_text(errors="replace"))
 
     assert table.split(".", 1)[1] in tables
     assert counted == [(3,)]
+    # The Thrift server's user could read the definitions, and could change none of them.
+    with pytest.raises(ProgrammingError, match="permission denied"):
+        _metastore_rows(_as_user(postgres_database, reader), 'DELETE FROM "TBLS"')
     # One schema, made once: Hive's version recorded once, its databases in the one schema.
     assert _metastore_rows(postgres_database, 'SELECT "SCHEMA_VERSION" FROM "VERSION"') == [
         ("2.3.0",)

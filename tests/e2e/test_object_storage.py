@@ -68,12 +68,10 @@ def _customer(customer_id: int, country: str, ms: int) -> dict[str, Any]:
     return value
 
 
-def _customers(
-    api_url: str, key: str, home: Path, prefix: str, *, customers: int
-) -> tuple[str, Path]:
+def _customers(api_url: str, key: str, home: Path, *, customers: int) -> tuple[str, Path]:
     """A new changelog feed of `customers` created customers, and a warehouse model in `home`
     with their dimension `gold.dim_customer_<feed's table suffix>`."""
-    topic = unique_topic(prefix)
+    topic = unique_topic(demo.TEAM)
     create_feed(api_url, key, topic=topic, schema=demo.schema_text("demo.customers"),
                 owner=demo.TEAM)  # fmt: skip
     changes = [_customer(n, "SE", T0 + n) for n in range(1, customers + 1)]
@@ -97,7 +95,7 @@ def test_bronze_silver_gold_and_quarantine_land_in_the_bucket_each_record_once(
     bucket: Bucket,
     tmp_path: Path,
 ) -> None:
-    topic, model = _customers(api_url, team_key(demo.TEAM), tmp_path, "s3", customers=3)
+    topic, model = _customers(api_url, team_key(demo.TEAM), tmp_path, customers=3)
     produce(kafka_bootstrap, topic, [b"not an Avro record"])  # for quarantine
     env = _s3_env(tmp_path, bucket, api_url, kafka_bootstrap, topic)
 
@@ -148,7 +146,7 @@ def test_an_api_traces_lineage_of_tables_in_the_bucket_through_the_running_loade
     tmp_path: Path,
 ) -> None:
     key = team_key(demo.TEAM)
-    topic, model = _customers(api_url, key, tmp_path, "s3lin", customers=2)
+    topic, model = _customers(api_url, key, tmp_path, customers=2)
     suffix = table_suffix(TopicName(topic))
     env = _s3_env(tmp_path, bucket, api_url, kafka_bootstrap, topic)
     token = "s3-lineage-token"

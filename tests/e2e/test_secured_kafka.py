@@ -51,7 +51,7 @@ def test_registry_publish_connector_bronze_silver_and_gold_work_over_sasl_ssl(
     ) as api_url:
         # A changelog feed: its schema registered, three customers published.
         key = create_key(database, team=demo.TEAM)
-        topic = unique_topic("shop")
+        topic = unique_topic(demo.TEAM)
         create_feed(api_url, key, topic=topic, schema=demo.schema_text("demo.customers"),
                     owner=demo.TEAM, partitions=1)  # fmt: skip
         changes = [_customer(n, country) for n, country in ((1, "SE"), (2, "NO"), (3, "DK"))]

@@ -45,7 +45,7 @@ def test_demo_feeds_build_a_star_schema_with_a_late_customer(
     tmp_path: Path,
 ) -> None:
     key = team_key(demo.TEAM)
-    topics = {name: unique_topic("e2e") for name in ("customers", "products", "orders")}
+    topics = {name: unique_topic(demo.TEAM) for name in ("customers", "products", "orders")}
     for name, topic in topics.items():
         create_feed(api_url, key, topic=topic, schema=demo.schema_text(f"demo.{name}"),
                     owner=demo.TEAM)  # fmt: skip

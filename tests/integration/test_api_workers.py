@@ -105,7 +105,7 @@ def test_both_workers_take_connections_publish_atomically_and_count_in_every_scr
     workers = server.workers()
     assert len(workers) == 2
     key = create_key(server.database, team="ticks")
-    topic = unique_topic("workers")
+    topic = unique_topic("ticks")
     create_feed(server.url, key, topic=topic, schema=SCHEMA, owner="ticks")
 
     port = int(server.url.rsplit(":", 1)[1])

@@ -69,10 +69,10 @@ def _shown(admin: TopicAdmin, topic: str, *, present: bool) -> bool:
 
 
 def test_another_team_creating_a_feed_on_a_taken_topic_gets_409_and_registers_nothing(
-    api_url: str, owner_key: str, other_key: str
+    api_url: str, admin_key: str, owner_key: str, other_key: str
 ) -> None:
-    topic = unique_topic("sales")
-    create_feed(api_url, owner_key, topic=topic, schema=ORDER, owner=OWNER)
+    topic = unique_topic(OTHER)  # the other team's domain, where an admin made OWNER's feed
+    create_feed(api_url, admin_key, topic=topic, schema=ORDER, owner=OWNER)
     before = _versions(api_url, f"{topic}-value")
 
     response = _post_feed(api_url, other_key, topic, OTHER, ORDER_V2)
@@ -103,7 +103,7 @@ def test_a_reserved_topic_is_refused_as_a_feed_and_nothing_is_created(
 def test_another_feeds_dead_letter_topic_cannot_be_claimed_or_deleted_as_a_feed(
     api_url: str, owner_key: str, other_key: str, admin: TopicAdmin
 ) -> None:
-    topic = unique_topic("sales")
+    topic = unique_topic(OWNER)
     create_feed(api_url, owner_key, topic=topic, schema=ORDER, owner=OWNER)
     dlq = f"{topic}.dlq"
     assert _shown(admin, dlq, present=True)
@@ -123,7 +123,7 @@ def test_another_feeds_dead_letter_topic_cannot_be_claimed_or_deleted_as_a_feed(
 def test_a_kafka_topic_created_outside_the_hub_is_not_adopted_as_a_feed(
     api_url: str, owner_key: str, admin: TopicAdmin
 ) -> None:
-    topic = unique_topic("sales")
+    topic = unique_topic(OWNER)
     assert admin.create(topic, partitions=1, config={})
 
     response = _post_feed(api_url, owner_key, topic, OWNER, ORDER)
@@ -162,18 +162,20 @@ def test_a_feed_whose_schema_is_refused_leaves_no_topics_behind_and_can_be_retri
 
 
 def _lookalikes() -> tuple[str, str]:
-    """Two topics that differ only in '.' and '_', so both name the table `x_t<id>_orders`."""
+    """Two topics that differ only in '.' and '_', so both name the table
+    `ownership_a_t<id>_orders`; the first is in OWNER's domain."""
     suffix = uuid.uuid4().hex[:10]
-    return f"x_t{suffix}.orders", f"x.t{suffix}_orders"
+    return f"{OWNER}.t{suffix}_orders", f"{OWNER}_t{suffix}.orders"
 
 
 def test_a_feed_that_would_land_in_another_teams_tables_gets_409_naming_that_feed(
-    api_url: str, owner_key: str, other_key: str, admin: TopicAdmin
+    api_url: str, owner_key: str, admin_key: str, admin: TopicAdmin
 ) -> None:
     first, lookalike = _lookalikes()
     create_feed(api_url, owner_key, topic=first, schema=ORDER, owner=OWNER)
 
-    response = _post_feed(api_url, other_key, lookalike, OTHER, ORDER_V2)
+    # By an admin: a team key may create feeds in its own domain only, which the first is not.
+    response = _post_feed(api_url, admin_key, lookalike, OTHER, ORDER_V2)
 
     assert response.status_code == 409, response.text
     assert response.json()["error_code"] == 40924
@@ -189,7 +191,7 @@ def test_a_feed_that_would_land_in_another_teams_tables_gets_409_naming_that_fee
 def test_a_topic_that_differs_from_a_kafka_topic_only_in_dots_and_underscores_is_refused(
     api_url: str, owner_key: str, admin: TopicAdmin
 ) -> None:
-    outside, lookalike = _lookalikes()
+    lookalike, outside = _lookalikes()
     assert admin.create(outside, partitions=1, config={})
 
     response = _post_feed(api_url, owner_key, lookalike, OWNER, ORDER)
@@ -254,7 +256,7 @@ def test_only_the_feed_team_or_an_admin_writes_a_feeds_subjects(
     subject_of: Callable[[str], str],
 ) -> None:
     topic = unique_topic("sales")  # another domain: the feed's team owns its subjects anyway
-    create_feed(api_url, owner_key, topic=topic, schema=ORDER, owner=OWNER)
+    create_feed(api_url, admin_key, topic=topic, schema=ORDER, owner=OWNER)
     subject = subject_of(topic)
     if subject.endswith("-key"):
         registered = _write(api_url, owner_key, "POST", f"/subjects/{subject}/versions",

@@ -42,7 +42,7 @@ def _topic_config(bootstrap: str, topic: str) -> dict[str, str]:
 def test_an_event_feed_is_a_retention_topic_with_a_dead_letter_topic(
     api_url: str, kafka_bootstrap: str, key: str
 ) -> None:
-    topic = unique_topic("shop")
+    topic = unique_topic(TEAM)
     created = create_feed(
         api_url, key, topic=topic, schema=PRODUCT, owner=TEAM, partitions=3,
         retention_ms=3_600_000, description="Products on sale.",
@@ -60,7 +60,7 @@ def test_an_event_feed_is_a_retention_topic_with_a_dead_letter_topic(
 def test_a_changelog_feed_is_compacted_keyed_and_takes_tombstones(
     api_url: str, kafka_bootstrap: str, key: str
 ) -> None:
-    topic = unique_topic("shop")
+    topic = unique_topic(TEAM)
     create_feed(api_url, key, topic=topic, schema=PRODUCT, owner=TEAM, kind="changelog",
                 key_fields=["sku"])  # fmt: skip
     assert _topic_config(kafka_bootstrap, topic)["cleanup.policy"] == "compact"
@@ -84,7 +84,7 @@ def test_a_changelog_feed_is_compacted_keyed_and_takes_tombstones(
 
 
 def test_tombstones_are_refused_in_event_feeds(api_url: str, key: str) -> None:
-    topic = unique_topic("shop")
+    topic = unique_topic(TEAM)
     create_feed(api_url, key, topic=topic, schema=PRODUCT, owner=TEAM)
     answer = publish(api_url, key, topic, [{"key": "A-1", "value": None}])
     assert answer.status_code == 422
@@ -94,7 +94,7 @@ def test_tombstones_are_refused_in_event_feeds(api_url: str, key: str) -> None:
 def test_listing_describing_changing_and_deleting_a_feed(
     api_url: str, kafka_bootstrap: str, key: str
 ) -> None:
-    topic = unique_topic("shop")
+    topic = unique_topic(TEAM)
     create_feed(api_url, key, topic=topic, schema=PRODUCT, owner=TEAM, partitions=2)
     publish(api_url, key, topic, [
         {"key": "A-1", "value": {"sku": "A-1", "title": "Mug", "price_cents": 990}},
@@ -143,7 +143,7 @@ def test_listing_describing_changing_and_deleting_a_feed(
 def test_invalid_feeds_are_refused_with_the_reason(
     api_url: str, key: str, change: dict[str, Any], code: int, words: str
 ) -> None:
-    body = {"topic": unique_topic("shop"), "owner": TEAM, "kind": "event",
+    body = {"topic": unique_topic(TEAM), "owner": TEAM, "kind": "event",
             "value_schema": json.dumps(PRODUCT), **change}  # fmt: skip
     response = httpx.post(f"{api_url}/v1/feeds", headers=bearer(key), json=body)
     assert response.json()["error_code"] == code, response.text
@@ -153,7 +153,7 @@ def test_invalid_feeds_are_refused_with_the_reason(
 def test_teams_administer_only_their_own_feeds(
     api_url: str, key: str, team_key: Callable[[str], str]
 ) -> None:
-    topic = unique_topic("shop")
+    topic = unique_topic(TEAM)
     other = team_key("intruders")
     refused = httpx.post(
         f"{api_url}/v1/feeds", headers=bearer(other),

@@ -83,7 +83,7 @@ def test_registry_writes_need_a_key_and_the_subjects_owner(
     api_url: str, admin_key: str, team_key: Callable[[str], str]
 ) -> None:
     owner, other = team_key("registry_owner"), team_key("registry_other")
-    topic = unique_topic("reg")
+    topic = unique_topic("registry_owner")
     create_feed(api_url, owner, topic=topic, schema=json.loads(SCHEMA), owner="registry_owner")
     v2 = json.dumps({**json.loads(SCHEMA), "fields": [*json.loads(SCHEMA)["fields"],
                      {"name": "ref", "type": "string", "default": ""}]})  # fmt: skip

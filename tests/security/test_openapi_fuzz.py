@@ -12,8 +12,13 @@ from the operation and the caller, so every run sends the same requests.
 Besides schemathesis's `not_a_server_error`, a check of our own (`_violation`) fails every 2xx
 answer to a write that the caller does not own by the rules of docs/security.md, and team
 `sec_c`, which never calls, must end the non-admin round exactly as it began.
+
+The web console's pages and forms, which the document leaves out, are fuzzed from a description
+of their own (`_console_document`) by a signed-in browser, an anonymous one and a forger: no
+5xx, every forged form refused with 40310, and no form acting on what its caller does not own.
 """
 
+import dataclasses
 import os
 import re
 import zlib
@@ -265,3 +270,177 @@ def test_fuzzing_every_operation_as_every_caller_finds_no_5xx_and_no_ownership_b
 
     print(f"answers by status: {dict(sorted(findings.statuses.items()))}")
     assert findings.problems == [], "\n".join(findings.problems)
+
+
+# The web console: HTML pages and forms for browsers, left out of the API's OpenAPI document, so
+# described here for the fuzzing. Its callers: team `sec_a` signed in (its session cookie, its
+# pages' form token and the console's own origin, all steered in some of the time); an anonymous
+# browser; and a forger holding team `sec_b`'s session cookie and form token, posting from
+# another origin or with a token of its making. An eighth of the cases the API's operations get
+# (5 per form and caller on PostgreSQL, 2 on SQLite; about 85 requests in all): the console's
+# inputs are few strings and numbers, and its checks come before any of them is read.
+FOREIGN = "https://forger.example"
+
+
+def _console_document() -> dict[str, Any]:
+    def text(*names: str) -> list[dict[str, Any]]:
+        return [{"name": n, "in": "query", "schema": {"type": "string"}} for n in names]
+
+    def path(*names: str) -> list[dict[str, Any]]:
+        return [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+                for n in names]  # fmt: skip
+
+    def form(*fields: str) -> dict[str, Any]:
+        properties = {name: {"type": "string"} for name in ("csrf_token", *fields)}
+        schema = {"type": "object", "properties": properties}
+        return {"required": True,
+                "content": {"application/x-www-form-urlencoded": {"schema": schema}}}  # fmt: skip
+
+    page = {"responses": {"200": {"description": "an HTML page"}}}
+    numbers = [{"name": n, "in": "query", "schema": {"type": "integer"}}
+               for n in ("older", "newer", "replayed")]  # fmt: skip
+    action = {"name": "action", "in": "path", "required": True,
+              "schema": {"type": "string", "enum": ["pause", "resume", "restart"]}}  # fmt: skip
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "Integration Hub console", "version": "1"},
+        "paths": {
+            "/console/feeds/{topic}": {"get": {**page, "parameters": path("topic") + numbers}},
+            "/console/lineage": {"get": {**page, "parameters": text(
+                "table", "partition", "offset", "key", "topic", "lsn", "request_id")}},
+            "/console/connectors": {"get": {**page, "parameters": text("done")}},
+            "/console/sign-in": {"post": {**page, "requestBody": form("api_key")}},
+            "/console/sign-out": {"post": {**page, "requestBody": form()}},
+            "/console/tables/plan": {"post": {**page, "requestBody": form("topic", "schema")}},
+            "/console/feeds/{topic}/replay": {
+                "post": {**page, "parameters": path("topic"), "requestBody": form()}
+            },
+            "/console/connectors/{name}/{action}": {
+                "post": {**page, "parameters": [*path("name"), action], "requestBody": form()}
+            },
+        },
+    }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ConsoleCaller:
+    name: str
+    cookie: str  # the Cookie header: a session, or nothing
+    token: str  # the form token of its pages
+
+
+def _console_caller(hub: Hub, team: str) -> ConsoleCaller:
+    """A browser of `team` signed in through the console's own forms."""
+    with requests.Session() as http:
+        sign_in = http.get(f"{hub.url}/console/sign-in", timeout=60)
+        form_cookie = sign_in.headers["set-cookie"].split(";")[0]
+        signed = http.post(
+            f"{hub.url}/console/sign-in",
+            data={"api_key": hub.teams[team].key, "csrf_token": _token(sign_in.text)},
+            headers={"Cookie": form_cookie, "Origin": hub.url},
+            allow_redirects=False,
+            timeout=60,
+        )
+        assert signed.status_code == 303, signed.text
+        cookie = signed.headers["set-cookie"].split(";")[0]
+        page = http.get(f"{hub.url}/console/connectors", headers={"Cookie": cookie}, timeout=60)
+    return ConsoleCaller(team, cookie, _token(page.text))
+
+
+def _token(page: str) -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert found, page[:300]
+    return found.group(1)
+
+
+def _console_call(
+    hub: Hub, caller: ConsoleCaller, case: schemathesis.Case, draw: st.DrawFn, findings: Findings
+) -> None:
+    targets = _targets(hub)
+    for name in case.path_parameters or {}:
+        if name == "topic" and draw(st.booleans()):
+            case.path_parameters[name] = draw(st.sampled_from(targets["topic"]))
+    post = case.method.upper() == "POST"
+    forged = caller.name == "forger"
+    # The forger sends its session's own token from another origin, or from the console's
+    # origin a token of its making; the others, some of the time, their page's token.
+    foreign = forged and draw(st.booleans())
+    if post and isinstance(case.body, dict):
+        if foreign or (not forged and draw(st.booleans())):
+            case.body["csrf_token"] = caller.token
+        elif forged and case.body.get("csrf_token") == caller.token:
+            del case.body["csrf_token"]
+    headers = {"Origin": FOREIGN if foreign else hub.url}
+    if caller.cookie:
+        headers["Cookie"] = caller.cookie
+    response = case.call(base_url=hub.url, session=findings.session, headers=headers,
+                         allow_redirects=False, timeout=60)  # fmt: skip
+    findings.statuses[response.status_code] += 1
+    status, where = response.status_code, (response.headers.get("location") or [""])[0]
+    label = f"console {caller.name} {case.method} {case.formatted_path} -> {status}"
+    problem = ""
+    if status >= 500 and not (status == 503 and "50350" in response.text):  # no loader
+        problem = "a server error"
+    elif forged and post and not (status == 403 and "40310" in response.text):
+        problem = "a forged form was not refused as one (403, 40310)"
+    elif post and status == 303 and where != "/console/sign-in":  # the form did its work
+        topic = (case.path_parameters or {}).get("topic")
+        if caller.name == "anonymous" or findings.owners.get(str(topic)) != caller.name:
+            problem = f"{caller.name} acted on what it does not own ({where})"
+    if problem:
+        findings.add(f"{label}: {problem}: {response.text[:300]}\n  {case.as_curl_command()[:500]}")
+
+
+def test_fuzzing_the_consoles_pages_and_forms_finds_no_5xx_and_no_forged_form_passing(
+    fuzz_hub: Hub,
+) -> None:
+    findings = Findings(owners={team.topic: name for name, team in fuzz_hub.teams.items()})
+    bystander = fuzz_hub.snapshot(BYSTANDER)
+    signed_in = _console_caller(fuzz_hub, "sec_a")
+    forger = dataclasses.replace(_console_caller(fuzz_hub, "sec_b"), name="forger")
+    anonymous = ConsoleCaller("anonymous", "", "")
+    schema = schemathesis.openapi.from_dict(_console_document())
+    examples = EXAMPLES if fuzz_hub.database_url.startswith("postgresql") else EXAMPLES // 2
+
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        valid = operation.as_strategy(generation_mode=GenerationMode.POSITIVE)
+        cases = st.one_of(
+            valid, valid, operation.as_strategy(generation_mode=GenerationMode.NEGATIVE)
+        )
+        post = operation.method.upper() == "POST"
+        # Only the signed-in browser sees pages; it keeps its session (no sign-out of its own).
+        callers = [anonymous, forger] if post else [signed_in]
+        if post and operation.path != "/console/sign-out":
+            callers.append(signed_in)
+        for caller in callers:
+            _fuzz_console(fuzz_hub, cases, caller, max(2, examples // 8), findings,
+                          label=operation.label)  # fmt: skip
+
+    assert fuzz_hub.snapshot(BYSTANDER) == bystander
+    print(f"console answers by status: {dict(sorted(findings.statuses.items()))}")
+    assert findings.problems == [], "\n".join(findings.problems)
+
+
+def _fuzz_console(
+    hub: Hub,
+    cases: st.SearchStrategy[schemathesis.Case],
+    caller: ConsoleCaller,
+    examples: int,
+    findings: Findings,
+    *,
+    label: str,
+) -> None:
+    @seed(zlib.crc32(f"console {caller.name} {label}".encode()))
+    @settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=cases, data=st.data())
+    def run(case: schemathesis.Case, data: st.DataObject) -> None:
+        _console_call(hub, caller, case, data.draw, findings)
+
+    run()

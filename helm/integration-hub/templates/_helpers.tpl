@@ -92,8 +92,11 @@ pod accepted are delivered (or reported failed) before Kubernetes kills it.
 {{- add (div (add .Values.kafka.deliveryTimeoutMs 999) 1000) .Values.terminationGraceMarginSeconds -}}
 {{- end -}}
 
-{{/* Environment every component needs: Kafka and its security, the registry database, the shared settings. */}}
-{{- define "hub.env" -}}
+{{/*
+Where Kafka is and how to log in, for the pods that talk to it (the API, the connectors, the
+loader); the secrets themselves are the files of "hub.kafkaMounts".
+*/}}
+{{- define "hub.kafkaEnv" -}}
 - name: HUB_KAFKA_BOOTSTRAP_SERVERS
   value: {{ .Values.kafka.bootstrapServers | quote }}
 - name: HUB_KAFKA_DELIVERY_TIMEOUT_MS
@@ -118,15 +121,36 @@ pod accepted are delivered (or reported failed) before Kubernetes kills it.
   value: /etc/hub/kafka/tls/{{ .Values.kafka.tls.privateKeyKey }}
 {{- end }}
 {{- end }}
+{{- end -}}
+
+{{/*
+The registry and catalog database's URL (it holds the password), only for the pods that open
+that database: the API, the connectors and the migrations Job. The loader reads schemas
+through the API with its key; the Thrift server reads no registry at all.
+*/}}
+{{- define "hub.databaseEnv" -}}
 - name: HUB_REGISTRY_DATABASE_URL
   valueFrom:
     secretKeyRef:
       name: {{ .Values.database.existingSecret }}
       key: {{ .Values.database.urlKey }}
+{{- end -}}
+
+{{/* The settings every component shares (`env`, never a secret). */}}
+{{- define "hub.sharedEnv" -}}
 {{- range $name, $value := .Values.env }}
 - name: {{ $name }}
   value: {{ $value | quote }}
 {{- end }}
+{{- end -}}
+
+{{/*
+The loader's Spark master. Only a loader on a `k8s://` master gets a service-account token,
+to ask for its executor pods; every other pod runs without one
+(automountServiceAccountToken: false), so nothing that runs in it can call the Kubernetes API.
+*/}}
+{{- define "hub.loaderMaster" -}}
+{{- get (.Values.loader.env | default dict) "HUB_LOADER_MASTER" | default .Values.spark.master -}}
 {{- end -}}
 
 {{/* The Kafka secrets, mounted as files (never as environment variables). */}}
@@ -159,17 +183,25 @@ pod accepted are delivered (or reported failed) before Kubernetes kills it.
 {{- end -}}
 
 {{/*
-Where the tables are, for every process that reads or writes them (the loader and the Thrift
-server): the warehouse and checkpoints, S3 and its credentials, the metastore, the Spark master.
+Where the tables are, for the two processes that use them, called with (dict "root" $
+"reader" bool): the loader writes them (the warehouse, its checkpoints, the S3 and metastore
+credentials of storage.s3.existingSecret and metastore.existingSecret); the Thrift server
+(reader) only reads them, with the read-only credentials of storage.s3.readOnlySecret and
+metastore.readOnlySecret, and knows nothing of the checkpoints.
 */}}
 {{- define "hub.tablesEnv" -}}
+{{- $values := .root.Values }}
+{{- $s3Secret := ternary $values.storage.s3.readOnlySecret $values.storage.s3.existingSecret .reader }}
+{{- $metastoreSecret := ternary $values.metastore.readOnlySecret $values.metastore.existingSecret .reader }}
 - name: HUB_LOADER_WAREHOUSE_DIR
-  value: {{ .Values.storage.warehouseDir | quote }}
+  value: {{ $values.storage.warehouseDir | quote }}
+{{- if not .reader }}
 - name: HUB_LOADER_CHECKPOINT_DIR
-  value: {{ .Values.storage.checkpointDir | quote }}
+  value: {{ $values.storage.checkpointDir | quote }}
+{{- end }}
 - name: HUB_LOADER_MASTER
-  value: {{ .Values.spark.master | quote }}
-{{- with .Values.storage.s3 }}
+  value: {{ $values.spark.master | quote }}
+{{- with $values.storage.s3 }}
 {{- if .endpoint }}
 - name: HUB_LOADER_S3_ENDPOINT
   value: {{ .endpoint | quote }}
@@ -180,65 +212,75 @@ server): the warehouse and checkpoints, S3 and its credentials, the metastore, t
 {{- end }}
 - name: HUB_LOADER_S3_PATH_STYLE_ACCESS
   value: {{ .pathStyleAccess | quote }}
-{{- if .existingSecret }}
+{{- if $s3Secret }}
 - name: HUB_LOADER_S3_ACCESS_KEY
   valueFrom:
     secretKeyRef:
-      name: {{ .existingSecret }}
+      name: {{ $s3Secret }}
       key: {{ .accessKeyKey }}
 - name: HUB_LOADER_S3_SECRET_KEY_FILE
   value: /etc/hub/s3/{{ .secretKeyKey }}
 {{- end }}
 {{- end }}
-{{- with .Values.metastore }}
+{{- with $values.metastore }}
 {{- if .uris }}
 - name: HUB_LOADER_METASTORE_URIS
   value: {{ .uris | quote }}
 {{- else if .jdbcUrl }}
 - name: HUB_LOADER_METASTORE_URL
   value: {{ .jdbcUrl | quote }}
-{{- if .existingSecret }}
+{{- if $metastoreSecret }}
 - name: HUB_LOADER_METASTORE_USER
   valueFrom:
     secretKeyRef:
-      name: {{ .existingSecret }}
+      name: {{ $metastoreSecret }}
       key: {{ .userKey }}
 - name: HUB_LOADER_METASTORE_PASSWORD
   valueFrom:
     secretKeyRef:
-      name: {{ .existingSecret }}
+      name: {{ $metastoreSecret }}
       key: {{ .passwordKey }}
 {{- end }}
 {{- end }}
 {{- end }}
 {{- end -}}
 
+{{/* The tables' files and S3 secret key; read-only for the reader (dict "root" "reader"). */}}
 {{- define "hub.tablesMounts" -}}
-{{- if .Values.storage.s3.existingSecret }}
+{{- $values := .root.Values }}
+{{- if ternary $values.storage.s3.readOnlySecret $values.storage.s3.existingSecret .reader }}
 - name: s3
   mountPath: /etc/hub/s3
   readOnly: true
 {{- end }}
-{{- if .Values.storage.volume.enabled }}
+{{- if $values.storage.volume.enabled }}
 - name: data
   mountPath: /data
+  {{- if .reader }}
+  readOnly: true
+  {{- end }}
 {{- end }}
 {{- end -}}
 
 {{- define "hub.tablesVolumes" -}}
-{{- if .Values.storage.s3.existingSecret }}
+{{- $values := .root.Values }}
+{{- $s3Secret := ternary $values.storage.s3.readOnlySecret $values.storage.s3.existingSecret .reader }}
+{{- if $s3Secret }}
 - name: s3
   secret:
-    secretName: {{ .Values.storage.s3.existingSecret }}
+    secretName: {{ $s3Secret }}
     defaultMode: 0440
     items:
-      - key: {{ .Values.storage.s3.secretKeyKey }}
-        path: {{ .Values.storage.s3.secretKeyKey }}
+      - key: {{ $values.storage.s3.secretKeyKey }}
+        path: {{ $values.storage.s3.secretKeyKey }}
 {{- end }}
-{{- if .Values.storage.volume.enabled }}
+{{- if $values.storage.volume.enabled }}
 - name: data
   persistentVolumeClaim:
-    claimName: {{ include "hub.fullname" . }}-data
+    claimName: {{ include "hub.fullname" .root }}-data
+    {{- if .reader }}
+    readOnly: true
+    {{- end }}
 {{- end }}
 {{- end -}}
 

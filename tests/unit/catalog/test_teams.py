@@ -2,13 +2,14 @@
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
 
 from catalog.errors import KeyNotFound, TeamExists, TeamNotFound
 from catalog.teams import TeamStore
-from catalog.types import TeamName
+from catalog.types import KeyRole, TeamName
 from hub_core.errors import ErrorCode
 
 pytestmark = pytest.mark.unit
@@ -46,6 +47,35 @@ def test_an_admin_key_belongs_to_no_team_and_may_write_every_feed(teams: TeamSto
     assert principal is not None
     assert (principal.team, principal.admin) == (None, True)
     assert principal.may_write(SALES) and principal.may_write(TeamName("finance"))
+
+
+def test_a_loader_key_belongs_to_no_team_may_write_no_feed_and_lists_as_the_loaders(
+    teams: TeamStore,
+) -> None:
+    key, token = teams.create_key(team=None, loader=True)
+
+    principal = teams.verify(token)
+    assert principal is not None
+    assert (principal.team, principal.admin, principal.role) == (None, False, KeyRole.LOADER)
+    assert not principal.may_write(SALES)
+    [listed] = teams.keys()
+    assert (listed.key_id, listed.role) == (key.key_id, KeyRole.LOADER)
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        {"team": None},
+        {"team": SALES, "loader": True},
+        {"team": None, "admin": True, "loader": True},
+    ],
+    ids=["no-role", "team-and-loader", "admin-and-loader"],
+)
+def test_a_key_is_of_exactly_one_role(teams: TeamStore, asked: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="a key is of one team, or admin=True, or loader=True"):
+        teams.create_key(**asked)
+
+    assert teams.keys() == []
 
 
 def test_the_secret_of_a_key_is_not_stored(teams: TeamStore, hub_engine: Engine) -> None:

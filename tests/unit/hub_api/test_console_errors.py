@@ -2,16 +2,20 @@
 (the code and message the API would give, the signed-in navigation), while the same error on
 an API path stays the JSON answer clients parse."""
 
+from datetime import timedelta
+
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from catalog.errors import FeedNotFound
+from catalog.sessions import SessionStore
 from catalog.teams import TeamStore
 from catalog.types import Principal, TeamName
 from hub_api import console_routes
 from hub_api.auth import KeyVerifier
+from hub_api.console_sessions import SESSION_COOKIE, ConsoleSessions
 from hub_api.errors import install_error_handlers
 from hub_api.settings import ApiSettings
 
@@ -26,14 +30,20 @@ class _Views:
 
 
 def _app(hub_engine: Engine) -> tuple[TestClient, str]:
+    """The console's routes, and the id of a session of a key of team `shop`."""
     teams = TeamStore(hub_engine)
     teams.register(name=TeamName("shop"))
-    _, token = teams.create_key(team=TeamName("shop"), admin=False)
+    key, _token = teams.create_key(team=TeamName("shop"), admin=False)
+    sessions = SessionStore(
+        hub_engine, lifetime=timedelta(hours=1), idle_timeout=timedelta(hours=1)
+    )
+    session_id, _ = sessions.register(principal=Principal(key.key_id, key.team, key.admin))
     app = FastAPI()
     install_error_handlers(app, pages=console_routes.error_page)
     app.add_exception_handler(console_routes.SignInNeeded, console_routes.sign_in_redirect)
-    app.state.api_settings = ApiSettings()
+    app.state.api_settings = settings = ApiSettings()
     app.state.keys = KeyVerifier(teams, cache_seconds=60)
+    app.state.console_sessions = ConsoleSessions(sessions, settings)
     app.state.console = _Views()
     app.include_router(console_routes.router)
 
@@ -41,12 +51,12 @@ def _app(hub_engine: Engine) -> tuple[TestClient, str]:
     def api_feed(topic: str) -> None:
         raise FeedNotFound(topic)
 
-    return TestClient(app, base_url="https://hub.test"), token
+    return TestClient(app, base_url="https://hub.test"), session_id
 
 
 def test_a_failing_console_page_shows_the_error_page_with_its_code(hub_engine: Engine) -> None:
-    client, token = _app(hub_engine)
-    client.cookies.set(console_routes.CONSOLE_KEY_COOKIE, token, path="/console")
+    client, session_id = _app(hub_engine)
+    client.cookies.set(SESSION_COOKIE, session_id, path="/console")
 
     page = client.get("/console/feeds/shop.missing")
 

@@ -37,7 +37,12 @@ def test_a_team_key_is_told_its_team_and_key_id_but_never_the_key(teams: TeamSto
     answer = _client(teams).get("/v1/whoami", headers={"Authorization": f"Bearer {token}"})
 
     assert answer.status_code == 200
-    assert answer.json() == {"key_id": key.key_id, "team": "sales", "admin": False}
+    assert answer.json() == {
+        "key_id": key.key_id,
+        "team": "sales",
+        "admin": False,
+        "role": "team",
+    }
     assert token not in answer.text
 
 
@@ -46,7 +51,15 @@ def test_an_admin_key_is_told_it_is_an_admin_key(teams: TeamStore) -> None:
 
     answer = _client(teams).get("/v1/whoami", headers={"Authorization": f"Bearer {token}"})
 
-    assert answer.json() == {"key_id": key.key_id, "team": None, "admin": True}
+    assert answer.json() == {"key_id": key.key_id, "team": None, "admin": True, "role": "admin"}
+
+
+def test_the_loaders_key_is_told_it_is_a_loader_key_of_no_team(teams: TeamStore) -> None:
+    key, token = teams.create_key(team=None, loader=True)
+
+    answer = _client(teams).get("/v1/whoami", headers={"Authorization": f"Bearer {token}"})
+
+    assert answer.json() == {"key_id": key.key_id, "team": None, "admin": False, "role": "loader"}
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,11 @@ def test_api_keys_and_url_passwords_are_masked() -> None:
     assert redact(line) == "key hub_a1b2c3d4e5f6_*** used on postgresql+psycopg://hub:***@db/hub"
 
 
+def test_the_consoles_cookies_are_masked() -> None:
+    line = "Cookie: hub_console_session=Zx9-secretSECRETsecret; hub_console_form=abc_DEF-123"
+    assert redact(line) == "Cookie: hub_console_session=***; hub_console_form=***"
+
+
 def test_json_logs_are_one_object_per_line_without_secrets(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,5 +1,6 @@
-"""`hub up` keeps its secrets: the admin key file is private from its first byte, and each child
-process starts with only the secrets it needs."""
+"""`hub up` keeps its secrets: HUB_HOME is its user's alone, the admin's and the loader's key
+files are private from their first byte, and each child process starts with only the secrets
+it needs: the loader with a key of its own that only reads."""
 
 import os
 import stat
@@ -9,7 +10,11 @@ import pytest
 from sqlalchemy import Engine
 
 from catalog.teams import TeamStore
-from hub_cli.stack import CHILD_SECRETS, child_env, local_admin_key, write_secret
+from catalog.types import KeyRole
+from hub_cli.errors import StackError
+from hub_cli.local_keys import local_key, private_home, write_secret
+from hub_cli.stack import CHILD_SECRETS, LocalStack, child_env
+from hub_core.database import create_database_engine
 from hub_core.environment import child_environment
 
 pytestmark = pytest.mark.unit
@@ -37,7 +42,7 @@ def _env(name: str, parent: dict[str, str] = PARENT) -> dict[str, str]:
         parent=parent,
         bootstrap_servers="127.0.0.1:9092",
         api_url="http://127.0.0.1:8080",
-        admin_key="hub_abcdef012345_admin-key",
+        loader_key="hub_abcdef012345_loader-key",
     )
 
 
@@ -45,24 +50,104 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def test_the_admin_key_file_is_created_0600_and_holds_the_key(
-    hub_engine: Engine, tmp_path: Path
+@pytest.mark.parametrize("role", [KeyRole.ADMIN, KeyRole.LOADER])
+def test_each_local_key_file_is_created_0600_and_holds_a_key_of_its_role(
+    hub_engine: Engine, tmp_path: Path, role: KeyRole
 ) -> None:
     teams = TeamStore(hub_engine)
-    path = tmp_path / "home" / "admin.key"
+    path = tmp_path / "home" / f"{role}.key"
     path.parent.mkdir()
     old_umask = os.umask(0)  # even with a permissive umask
     try:
-        token = local_admin_key(teams, path)
+        token = local_key(teams, path, role=role)
     finally:
         os.umask(old_umask)
 
     assert _mode(path) == 0o600
     assert path.read_text() == token + "\n"
     principal = teams.verify(token)
-    assert principal is not None and principal.admin
-    assert local_admin_key(teams, path) == token  # kept while private and valid
-    assert [p.name for p in path.parent.iterdir()] == ["admin.key"]  # no temporary file left
+    assert principal is not None and principal.role is role
+    assert local_key(teams, path, role=role) == token  # kept while private and valid
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
+
+
+def test_a_loader_key_file_holding_another_key_gets_a_loader_key(
+    hub_engine: Engine, tmp_path: Path
+) -> None:
+    teams = TeamStore(hub_engine)
+    path = tmp_path / "loader.key"
+    admin = local_key(teams, path, role=KeyRole.ADMIN)  # say, copied over by hand
+
+    token = local_key(teams, path, role=KeyRole.LOADER)
+
+    principal = teams.verify(token)
+    assert principal is not None and principal.role is KeyRole.LOADER
+    assert teams.verify(admin) is not None  # someone's admin key, not this file's to revoke
+
+
+def test_hub_home_is_made_private_to_its_user_even_with_a_permissive_umask(
+    tmp_path: Path,
+) -> None:
+    old_umask = os.umask(0)
+    try:
+        home = private_home(tmp_path / "work" / ".hub")
+    finally:
+        os.umask(old_umask)
+
+    assert _mode(home) == 0o700
+
+
+def test_a_hub_home_open_to_others_is_tightened_to_its_user(tmp_path: Path) -> None:
+    home = tmp_path / ".hub"
+    home.mkdir()
+    home.chmod(0o755)  # as `make setup` may leave it, with jars and tools inside
+    (home / "admin.key").write_text("kept\n")
+
+    private_home(home)
+
+    assert _mode(home) == 0o700
+    assert (home / "admin.key").read_text() == "kept\n"
+
+
+def test_a_hub_home_of_another_user_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / ".hub"
+    home.mkdir(mode=0o755)
+    owner = home.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1)
+
+    with pytest.raises(StackError, match=r"HUB_HOME .* belongs to user id"):
+        private_home(home)
+    assert _mode(home) == 0o755  # not someone else's to change
+
+
+def test_hub_up_runs_the_loader_with_a_key_of_its_own_that_only_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / ".hub"
+    for name in [n for n in os.environ if n.startswith("HUB_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HUB_HOME", str(home))
+    monkeypatch.setenv("HUB_REGISTRY_DATABASE_URL", f"sqlite:///{tmp_path / 'hub.db'}")
+    stack = LocalStack(demo_feeds=False)
+    private_home(home)
+
+    stack._prepare_catalog()
+    loader = stack._child_env("loader")
+
+    token = loader["HUB_LOADER_REGISTRY_KEY"]
+    assert (home / "loader.key").read_text() == token + "\n"
+    assert _mode(home / "loader.key") == 0o600 and _mode(home / "admin.key") == 0o600
+    assert token != (home / "admin.key").read_text().strip()
+    engine = create_database_engine(f"sqlite:///{tmp_path / 'hub.db'}")
+    try:
+        principal = TeamStore(engine).verify(token)
+    finally:
+        engine.dispose()
+    assert principal is not None and principal.role is KeyRole.LOADER
+    assert principal.team is None and not principal.admin
+    assert "HUB_REGISTRY_DATABASE_URL" not in loader
 
 
 def test_a_world_readable_admin_key_is_revoked_and_replaced_by_a_private_one(
@@ -70,10 +155,10 @@ def test_a_world_readable_admin_key_is_revoked_and_replaced_by_a_private_one(
 ) -> None:
     teams = TeamStore(hub_engine)
     path = tmp_path / "admin.key"
-    exposed = local_admin_key(teams, path)
+    exposed = local_key(teams, path, role=KeyRole.ADMIN)
     path.chmod(0o644)
 
-    token = local_admin_key(teams, path)
+    token = local_key(teams, path, role=KeyRole.ADMIN)
 
     assert token != exposed
     assert teams.verify(exposed) is None  # someone may have read it: it no longer works
@@ -130,10 +215,10 @@ def test_the_loader_gets_its_registry_key_and_metastore_but_not_the_database_url
     assert env["AWS_SECRET_ACCESS_KEY"] == "s3a-credentials"  # not a hub secret: passes
 
 
-def test_the_loader_uses_the_admin_key_when_no_registry_key_is_set() -> None:
+def test_the_loader_uses_its_own_key_when_no_registry_key_is_set() -> None:
     parent = {k: v for k, v in PARENT.items() if k != "HUB_LOADER_REGISTRY_KEY"}
 
-    assert _env("loader", parent)["HUB_LOADER_REGISTRY_KEY"] == "hub_abcdef012345_admin-key"
+    assert _env("loader", parent)["HUB_LOADER_REGISTRY_KEY"] == "hub_abcdef012345_loader-key"
 
 
 def test_the_analyst_server_gets_the_metastore_but_no_key_nor_database_url() -> None:
@@ -189,7 +274,7 @@ def test_the_loader_and_the_api_alone_get_the_runs_control_token_and_where_to_us
             parent={**PARENT, "HUB_LOADER_CONTROL_TOKEN": "operators-token"},
             bootstrap_servers="127.0.0.1:9092",
             api_url="http://127.0.0.1:8080",
-            admin_key="hub_abcdef012345_admin-key",
+            loader_key="hub_abcdef012345_loader-key",
             loader_control=second,
         )
 
