@@ -2,12 +2,12 @@
 
 import json
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from catalog.errors import FeedExists, FeedNotFound, TeamNotFound
-from catalog.tables import FeedRow, TeamRow
+from catalog.tables import FeedReaderRow, FeedRow, TeamRow
 from catalog.types import Feed, FeedKind, TeamName
 from hub_core.database import transaction
 
@@ -34,8 +34,13 @@ class FeedStore:
                         retention_ms=feed.retention_ms,
                         description=feed.description,
                         created_at=feed.created_at,
+                        read_public=feed.read_public,
                     )
                 )
+                for team in feed.readers:
+                    if session.get(TeamRow, team) is None:
+                        raise TeamNotFound(team)
+                    session.add(FeedReaderRow(topic=feed.topic, team=team))
         except IntegrityError as exc:
             raise FeedExists(feed.topic) from exc
         return feed
@@ -47,7 +52,7 @@ class FeedStore:
             row = session.get(FeedRow, topic)
             if row is None:
                 raise FeedNotFound(topic)
-            return _feed(row)
+            return _feed(row, _readers(session, [topic]))
 
     def find(self, *, topic: str) -> Feed | None:
         """The feed of `topic`, or None."""
@@ -55,7 +60,7 @@ class FeedStore:
             return None
         with transaction(self._sessions) as session:
             row = session.get(FeedRow, topic)
-            return None if row is None else _feed(row)
+            return None if row is None else _feed(row, _readers(session, [topic]))
 
     def find_by_table(self, *, table_suffix: str) -> Feed | None:
         """The feed whose topic, dots as underscores, is `table_suffix` (its tables' names), or
@@ -65,12 +70,17 @@ class FeedStore:
         with transaction(self._sessions) as session:
             query = select(FeedRow).where(func.replace(FeedRow.topic, ".", "_") == table_suffix)
             row = session.scalars(query.order_by(FeedRow.topic).limit(1)).first()
-            return None if row is None else _feed(row)
+            return None if row is None else _feed(row, _readers(session, [row.topic]))
 
     def update(
-        self, *, topic: str, description: str | None = None, retention_ms: int | None = None
+        self,
+        *,
+        topic: str,
+        description: str | None = None,
+        retention_ms: int | None = None,
+        read_public: bool | None = None,
     ) -> Feed:
-        """Change a feed's description and/or retention; None leaves a value as it is."""
+        """Change a feed's description, retention and/or read policy; None leaves a value."""
         with transaction(self._sessions) as session:
             row = session.get(FeedRow, topic, with_for_update=True)
             if row is None:
@@ -79,13 +89,43 @@ class FeedStore:
                 row.description = description
             if retention_ms is not None:
                 row.retention_ms = retention_ms
-            return _feed(row)
+            if read_public is not None:
+                row.read_public = read_public
+            return _feed(row, _readers(session, [topic]))
+
+    def grant(self, *, topic: str, team: TeamName) -> Feed:
+        """Let `team` read a feed (kept when the feed is public, for when it is restricted)."""
+        with transaction(self._sessions) as session:
+            row = session.get(FeedRow, topic, with_for_update=True)
+            if row is None:
+                raise FeedNotFound(topic)
+            if not _storable(team) or session.get(TeamRow, team) is None:
+                raise TeamNotFound(team)
+            if session.get(FeedReaderRow, (topic, team)) is None:
+                session.add(FeedReaderRow(topic=topic, team=team))
+                session.flush()
+            return _feed(row, _readers(session, [topic]))
+
+    def revoke(self, *, topic: str, team: TeamName) -> Feed:
+        """Take back `team`'s grant; a team never granted is no error (the outcome is the same)."""
+        with transaction(self._sessions) as session:
+            row = session.get(FeedRow, topic, with_for_update=True)
+            if row is None:
+                raise FeedNotFound(topic)
+            grant = session.get(FeedReaderRow, (topic, team)) if _storable(team) else None
+            if grant is not None:
+                session.delete(grant)
+                session.flush()
+            return _feed(row, _readers(session, [topic]))
 
     def delete(self, *, topic: str) -> None:
         with transaction(self._sessions) as session:
             row = session.get(FeedRow, topic)
             if row is None:
                 raise FeedNotFound(topic)
+            # Explicitly, not only by the foreign key's cascade: a feed created again under the
+            # same topic starts without the old feed's readers on every database.
+            session.execute(delete(FeedReaderRow).where(FeedReaderRow.topic == topic))
             session.delete(row)
 
     def team_exists(self, *, team: TeamName) -> bool:
@@ -110,7 +150,10 @@ class FeedStore:
             query = select(FeedRow).order_by(FeedRow.topic)
             if owner is not None:
                 query = query.where(FeedRow.owner == owner)
-            return [_feed(row) for row in session.scalars(query)]
+            rows = list(session.scalars(query))
+            # One query for every listed feed's readers, not one per feed.
+            readers = _readers(session, None if owner is None else [row.topic for row in rows])
+            return [_feed(row, readers) for row in rows]
 
 
 def _storable(name: str) -> bool:
@@ -120,7 +163,20 @@ def _storable(name: str) -> bool:
     return "\x00" not in name
 
 
-def _feed(row: FeedRow) -> Feed:
+def _readers(session: Session, topics: list[str] | None) -> dict[str, tuple[TeamName, ...]]:
+    """The teams granted reads of each of `topics` (None: of every feed), sorted, by topic."""
+    if topics is not None and not topics:
+        return {}
+    granted: dict[str, list[TeamName]] = {}
+    query = select(FeedReaderRow)
+    if topics is not None:
+        query = query.where(FeedReaderRow.topic.in_(topics))
+    for grant in session.scalars(query.order_by(FeedReaderRow.team)):
+        granted.setdefault(grant.topic, []).append(TeamName(grant.team))
+    return {topic: tuple(teams) for topic, teams in granted.items()}
+
+
+def _feed(row: FeedRow, readers: dict[str, tuple[TeamName, ...]]) -> Feed:
     return Feed(
         topic=row.topic,
         owner=TeamName(row.owner),
@@ -130,4 +186,6 @@ def _feed(row: FeedRow) -> Feed:
         retention_ms=row.retention_ms,
         description=row.description,
         created_at=row.created_at,
+        read_public=row.read_public,
+        readers=readers.get(row.topic, ()),
     )

@@ -69,6 +69,21 @@ class FeedRow(Base):
     retention_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     description: Mapped[str] = mapped_column(Text, nullable=False, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+    read_public: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
+
+
+class FeedReaderRow(Base):
+    """A team granted reads of a restricted feed (its records, tables and lineage)."""
+
+    __tablename__ = "feed_readers"
+
+    topic: Mapped[str] = mapped_column(
+        ForeignKey("feeds.topic", ondelete="CASCADE"), primary_key=True
+    )
+    team: Mapped[str] = mapped_column(
+        ForeignKey("teams.name", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    granted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
 
 
 class IdempotencyRow(Base):

@@ -33,6 +33,18 @@ class Feed:
     retention_ms: int | None
     description: str
     created_at: datetime
+    # Who reads its records and the tables built from them: every team when public, else its
+    # owner and the teams granted (`readers`); admins always (docs/security.md, "Read grants").
+    read_public: bool = True
+    readers: tuple[TeamName, ...] = ()
+
+    def readable_by(self, principal: "Principal | None") -> bool:
+        """Whether `principal` (None: a caller without a key) may read this feed's data."""
+        if self.read_public:
+            return True
+        if principal is None:
+            return False
+        return principal.admin or principal.team == self.owner or principal.team in self.readers
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,6 +94,7 @@ class DeadLetterView:
 class FeedPage:
     feed: Feed
     may_write: bool
+    may_read: bool  # its records and dead letters: the feed's read policy (Feed.readable_by)
     versions: list[RegisteredSchema]
     older: RegisteredSchema | None
     newer: RegisteredSchema | None
@@ -219,15 +220,18 @@ class ConsoleViews:
             {feed.topic: feed.partitions}, intervals=INTERVALS, interval_s=INTERVAL_S
         )
         status = self._loader.status()
+        # A restricted feed's records are not even read for a caller who may not see them.
+        may_read = feed.readable_by(caller)
         return FeedPage(
             feed=feed,
             may_write=caller.may_write(feed.owner),
+            may_read=may_read,
             versions=versions,
             older=old,
             newer=new,
             changes=changes,
-            records=self._records(feed, versions),
-            dead_letters=self._dead_letters(feed),
+            records=self._records(feed, versions) if may_read else [],
+            dead_letters=self._dead_letters(feed) if may_read else [],
             row=_row(feed, activity.get(feed.topic), status),
             loader=status.feed(feed.topic),
             loader_problem=status.problem,

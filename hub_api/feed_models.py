@@ -38,6 +38,16 @@ class FeedCreate(BaseModel):
         "other than tabs and line breaks, at most HUB_API_MAX_FEED_DESCRIPTION_BYTES (4,096 by "
         "default) bytes of UTF-8.",
     )
+    read_public: bool = Field(
+        default=True,
+        description="Whether every team may read its records and tables; false: only its owner, "
+        "the teams in `readers` and admins.",
+    )
+    readers: list[str] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="Teams that may read it when it is not public (each must exist).",
+    )
 
     @field_validator("value_schema")
     @classmethod
@@ -56,6 +66,10 @@ class FeedPatch(BaseModel):
     retention_ms: int | None = Field(
         default=None, description="Event feeds: a new retention, 1 to 2^63-1 (-1: forever)."
     )
+    read_public: bool | None = Field(
+        default=None,
+        description="true: every team reads it; false: only its owner, its readers and admins.",
+    )
 
 
 class FeedPublic(BaseModel):
@@ -67,6 +81,10 @@ class FeedPublic(BaseModel):
     retention_ms: int | None
     description: str
     created_at: datetime
+    read_public: bool = Field(description="Whether every team may read its records and tables.")
+    readers: list[str] = Field(
+        description="Teams granted reads (they matter while the feed is not public)."
+    )
 
     @classmethod
     def of(cls, feed: Feed) -> "FeedPublic":
@@ -79,6 +97,8 @@ class FeedPublic(BaseModel):
             retention_ms=feed.retention_ms,
             description=feed.description,
             created_at=feed.created_at,
+            read_public=feed.read_public,
+            readers=list(feed.readers),
         )
 
 

@@ -46,6 +46,8 @@ def create_feed(body: FeedCreate, feeds: Feeds, registry: Registry, caller: Call
             key_fields=tuple(body.key_fields),
             retention_ms=body.retention_ms,
             description=body.description,
+            read_public=body.read_public,
+            readers=tuple(TeamName(team) for team in dict.fromkeys(body.readers)),
         )
     )
     return FeedPublic.of(feed)
@@ -67,11 +69,33 @@ def get_feed(topic: str, feeds: Feeds, _reader: Reader) -> FeedDetailPublic:
 
 @router.patch("/{topic}", response_model=FeedPublic)
 def update_feed(topic: str, body: FeedPatch, feeds: Feeds, caller: Caller) -> FeedPublic:
-    """Change a feed's description or retention."""
+    """Change a feed's description, retention or read policy (`read_public`)."""
     require_owner(caller, feeds.get(topic).owner, what=f"Feed '{topic}'")
     return FeedPublic.of(
-        feeds.update(topic, description=body.description, retention_ms=body.retention_ms)
+        feeds.update(
+            topic,
+            description=body.description,
+            retention_ms=body.retention_ms,
+            read_public=body.read_public,
+        )
     )
+
+
+@router.put("/{topic}/readers/{team}", response_model=FeedPublic)
+def grant_reads(topic: str, team: str, feeds: Feeds, caller: Caller) -> FeedPublic:
+    """Let `team` read the feed's records, tables and lineage while the feed is not public.
+
+    Owner or admin only (403, 40301); 404 for an unknown feed (40420) or team (40421).
+    """
+    require_owner(caller, feeds.get(topic).owner, what=f"Feed '{topic}'")
+    return FeedPublic.of(feeds.grant(topic, TeamName(team)))
+
+
+@router.delete("/{topic}/readers/{team}", response_model=FeedPublic)
+def revoke_reads(topic: str, team: str, feeds: Feeds, caller: Caller) -> FeedPublic:
+    """Take back `team`'s reads of the feed; its owner and admins always read it."""
+    require_owner(caller, feeds.get(topic).owner, what=f"Feed '{topic}'")
+    return FeedPublic.of(feeds.revoke(topic, TeamName(team)))
 
 
 @router.delete("/{topic}", response_model=FeedPublic)

@@ -14,7 +14,7 @@ from typing import Any
 
 from catalog.errors import FeedNotFound, InvalidLineageQuery, InvalidRowKey, LineageNotFound
 from catalog.lineage import BronzeHit, LineageStore, LineageSync, TableVersion
-from catalog.types import Principal, TeamName
+from catalog.types import Feed, Principal
 from hub_api.auth import require_owner
 from hub_api.errors import Forbidden
 from hub_api.lineage_models import (
@@ -181,30 +181,41 @@ class LineageService:
         """The hits of topics the caller may read; 403 when there were some, none of them."""
         if caller.admin or not hits:
             return hits
-        allowed = {t for t in {h.topic for h in hits} if self._owner(t) == caller.team}
+        allowed = {t for t in {h.topic for h in hits} if _traces(caller, self._feed(t))}
         visible = [h for h in hits if h.topic in allowed]
         if not visible:
             raise Forbidden(
                 "The records asked about belong to feeds of other teams; a team reads the "
-                "lineage of its own feeds. Use a key of the owning team or an admin key."
+                "lineage of its own feeds and of those whose owners granted it reads "
+                "(`hub feed grant`). Use a key of such a team or an admin key."
             )
         return visible
 
     def _require_reader(self, caller: Principal, topic: str) -> None:
-        owner = self._owner(topic)
-        if owner is None:
+        feed = self._feed(topic)
+        if feed is None:
             if not caller.admin:
                 raise Forbidden(
                     f"Topic '{topic[:249]}' is not a feed: only an admin key reads its lineage."
                 )
             return
-        require_owner(caller, owner, what=f"The lineage of feed '{topic[:249]}'")
+        if not _traces(caller, feed):
+            require_owner(caller, feed.owner, what=f"The lineage of feed '{topic[:249]}'")
 
-    def _owner(self, topic: str) -> TeamName | None:
+    def _feed(self, topic: str) -> Feed | None:
         try:
-            return self.feeds.current(topic).owner
+            return self.feeds.current(topic)
         except FeedNotFound:
             return None
+
+
+def _traces(caller: Principal, feed: Feed | None) -> bool:
+    """Whether `caller` may trace `feed`'s records: its owner, the teams it granted reads
+    (`Feed.readers`), an admin. A trace names request ids and source positions, so a public
+    feed's lineage still needs a grant."""
+    if feed is None:
+        return caller.admin
+    return caller.may_write(feed.owner) or (caller.team is not None and caller.team in feed.readers)
 
 
 def parse_key(text: str) -> dict[str, Any]:

@@ -24,5 +24,6 @@ class ApiUnavailable(TransientError):
         self.answer = answer
 
 
-class LineageRequestFailed(TerminalError):
-    """The API refused a lineage question (or did not answer); the message says why."""
+class ApiRequestFailed(TerminalError):
+    """The API refused a request of the command line (or did not answer); the message, the
+    API's own, says why."""

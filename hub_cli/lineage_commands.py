@@ -4,23 +4,14 @@ table versions hold a source position (docs/lineage.md)."""
 import json
 from typing import Annotated, Any
 
-import httpx
 import typer
 
-from hub_cli.errors import LineageRequestFailed
-from hub_core.errors import ErrorCode
+from hub_cli.api_requests import ApiOption, KeyOption, request
 
 lineage_app = typer.Typer(
     help="Trace records: a table row to its source, a source position to its table versions.",
     no_args_is_help=True,
 )
-
-ApiOption = Annotated[
-    str, typer.Option("--api", envvar="HUB_API_URL", help="Base URL of the hub's API.")
-]
-KeyOption = Annotated[
-    str | None, typer.Option("--key", envvar="HUB_API_KEY", help="API key of the feed's team.")
-]
 
 
 @lineage_app.command("row")
@@ -74,23 +65,7 @@ def position(
 
 
 def _get(api: str, key: str | None, path: str, params: dict[str, Any]) -> dict[str, Any]:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    query = {name: value for name, value in params.items() if value is not None}
-    try:
-        response = httpx.get(f"{api.rstrip('/')}{path}", params=query, headers=headers, timeout=30)
-    except httpx.TransportError as exc:
-        raise LineageRequestFailed(f"The API at {api} did not answer: {exc}") from exc
-    try:
-        body: dict[str, Any] = response.json()
-    except ValueError:
-        body = {"message": response.text[:500]}
-    if response.status_code != 200:
-        code: int = body.get("error_code", 0)
-        raise LineageRequestFailed(
-            str(body.get("message", response.text[:500])),
-            code=ErrorCode(code) if code in ErrorCode._value2member_map_ else None,
-        )
-    return body
+    return request("GET", api, key, path, params=params)
 
 
 def _show(body: dict[str, Any]) -> None:

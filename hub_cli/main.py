@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from hub_cli import analyst_commands
 from hub_cli.config_commands import config_app
 from hub_cli.connect_commands import connect_app
+from hub_cli.feed_commands import feed_app
 from hub_cli.lineage_commands import lineage_app
 from hub_cli.load_commands import load_app
 from hub_cli.logs import configure_logging
@@ -60,6 +61,7 @@ app.add_typer(warehouse_app, name="warehouse")
 app.add_typer(spark_app, name="spark")
 app.add_typer(config_app, name="config")
 app.add_typer(lineage_app, name="lineage")
+app.add_typer(feed_app, name="feed")
 
 
 @app.callback()

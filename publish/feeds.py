@@ -59,6 +59,9 @@ class FeedSpec:
     description: str = ""
     # An explicit key schema, for values whose key fields are not top-level (CDC envelopes).
     key_schema: str | None = None
+    # Readable by every team, or only by its owner and `readers` (docs/security.md).
+    read_public: bool = True
+    readers: tuple[TeamName, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +149,9 @@ class FeedService:
         self._check_tables_free(topic)
         if not self._feeds.team_exists(team=spec.owner):
             raise TeamNotFound(spec.owner)
+        for reader in spec.readers:
+            if not self._feeds.team_exists(team=reader):
+                raise TeamNotFound(reader)
         self._check_quotas(spec)
         value = self._validate(spec, topic)
         dlq = dlq_topic(topic)
@@ -178,6 +184,8 @@ class FeedService:
                     retention_ms=spec.retention_ms,
                     description=spec.description,
                     created_at=datetime.now(UTC),
+                    read_public=spec.read_public,
+                    readers=spec.readers,
                 )
             )
         except BaseException:
@@ -315,8 +323,15 @@ class FeedService:
             versions = []
         return FeedDetail(feed=feed, versions=versions, topic=self._admin.state(topic))
 
-    def update(self, topic: str, *, description: str | None, retention_ms: int | None) -> Feed:
-        """Change the description and/or the retention (event feeds), in Kafka too."""
+    def update(
+        self,
+        topic: str,
+        *,
+        description: str | None,
+        retention_ms: int | None,
+        read_public: bool | None = None,
+    ) -> Feed:
+        """Change the description, the retention (event feeds, in Kafka too) or who reads it."""
         feed = self._feeds.get(topic=topic)
         if description is not None:
             self._check_description(description)
@@ -326,7 +341,26 @@ class FeedService:
             _check_retention(retention_ms)
             self._admin.alter(topic, config={"retention.ms": str(retention_ms)})
         self._cached.pop(topic)
-        return self._feeds.update(topic=topic, description=description, retention_ms=retention_ms)
+        return self._feeds.update(
+            topic=topic,
+            description=description,
+            retention_ms=retention_ms,
+            read_public=read_public,
+        )
+
+    def grant(self, topic: str, team: TeamName) -> Feed:
+        """Let `team` read the feed's records, tables and lineage."""
+        feed = self._feeds.grant(topic=topic, team=team)
+        self._cached.pop(topic)
+        log.info("feed %s: team %s may read it", topic, team)
+        return feed
+
+    def revoke(self, topic: str, team: TeamName) -> Feed:
+        """Take back `team`'s reads of the feed (its owner and admins always read it)."""
+        feed = self._feeds.revoke(topic=topic, team=team)
+        self._cached.pop(topic)
+        log.info("feed %s: team %s may no longer read it", topic, team)
+        return feed
 
     def delete(self, topic: str) -> Feed:
         """Delete the feed's topics and its catalog entry. Its schemas stay registered, so

@@ -50,17 +50,19 @@ BRONZE = "bronze.sales_orders"
 @dataclass
 class _Feed:
     owner: TeamName
+    readers: tuple[TeamName, ...] = ()
 
 
 CUSTOMERS = "shop.customers"  # another team's feed, the source of a dimension
 OWNERS = {TOPIC: "sales", CUSTOMERS: "other"}
+READERS = {TOPIC: (TeamName("finance"),)}  # granted reads of sales.orders
 
 
 class _Feeds:
     def current(self, topic: str) -> _Feed:
         if topic not in OWNERS:
             raise FeedNotFound(topic)
-        return _Feed(TeamName(OWNERS[topic]))
+        return _Feed(TeamName(OWNERS[topic]), READERS.get(topic, ()))
 
 
 class _Reader:
@@ -128,7 +130,7 @@ def client(hub_engine: Engine, tmp_path: Path) -> tuple[TestClient, dict[str, st
     reads = (TableRead(BRONZE, 0, 0), TableRead(DIMENSION, 0, 1))
     write_commit(tmp_path / "gold.db" / "fact_orders", 0, LedgerEntry(LedgerKind.GOLD, reads=reads))
     teams = TeamStore(hub_engine)
-    for team in ("sales", "other"):
+    for team in ("sales", "other", "finance"):
         teams.register(name=TeamName(team))
     app = FastAPI()
     install_error_handlers(app)
@@ -149,6 +151,7 @@ def client(hub_engine: Engine, tmp_path: Path) -> tuple[TestClient, dict[str, st
     tokens = {
         "sales": teams.create_key(team=TeamName("sales"))[1],
         "other": teams.create_key(team=TeamName("other"))[1],
+        "finance": teams.create_key(team=TeamName("finance"))[1],
         "admin": teams.create_key(team=None, admin=True)[1],
     }
     return TestClient(app), {k: f"Bearer {v}" for k, v in tokens.items()}
@@ -185,12 +188,14 @@ def test_a_request_id_leads_to_every_version_for_its_team_and_an_admin(
     answers = [
         http.get("/v1/lineage/positions", params={"request_id": "req-1"},
                  headers={"Authorization": keys[who]})
-        for who in ("sales", "admin", "other")
+        for who in ("sales", "admin", "finance", "other")
     ]  # fmt: skip
 
-    assert [a.status_code for a in answers] == [200, 200, 403]
+    # The owner, an admin and a team the owner granted reads trace it; no other team does.
+    assert [a.status_code for a in answers] == [200, 200, 200, 403]
     assert answers[0].json()["bronze"][0]["first_offset"] == 10
-    assert answers[2].json()["error_code"] == 40301
+    assert answers[2].json() == answers[0].json()
+    assert answers[3].json()["error_code"] == 40301
 
 
 @pytest.mark.parametrize(
