@@ -87,7 +87,6 @@ final class FunctionAllowlist {
           "TimestampAddYMInterval",
           "MultiplyInterval",
           "DivideInterval",
-          "PromotePrecision",
           "CheckOverflow",
           "TryEval",
           // BETWEEN and NULLIF evaluate their first argument once, through a common expression.
@@ -95,8 +94,7 @@ final class FunctionAllowlist {
           "CommonExpressionDef",
           "CommonExpressionRef",
           // PIVOT's aggregate.
-          "aggregate.PivotFirst",
-          "RuntimeReplaceableAggregate");
+          "aggregate.PivotFirst");
 
   /**
    * Classes that the builders among the allowed names produce, by name. Spark registers these
@@ -194,10 +192,6 @@ final class FunctionAllowlist {
     return names == null
         ? "the expression " + simple
         : "the function " + names.toLowerCase(Locale.ROOT) + " (" + simple + ")";
-  }
-
-  int size() {
-    return allowedClasses.size();
   }
 
   private static Set<String> names() {
