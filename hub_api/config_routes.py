@@ -17,7 +17,8 @@ from hub_api.registry_models import (
     SchemaCreate,
 )
 from hub_api.registry_routes import Normalize, _avro_only, valid_subject_names
-from registry.service import parse_mode, parse_version
+from registry.config import parse_mode
+from registry.limits import parse_version
 from registry.types import RegistryMode, Subject
 
 router = APIRouter(

@@ -102,6 +102,24 @@ class FeedPublic(BaseModel):
         )
 
 
+class FeedReadersPublic(BaseModel):
+    """Who reads a feed: its read policy alone."""
+
+    topic: str
+    owner: str
+    read_public: bool = Field(description="Whether every team may read its records and tables.")
+    readers: list[str] = Field(description="Teams granted reads besides the owner and admins.")
+
+    @classmethod
+    def of(cls, feed: Feed) -> "FeedReadersPublic":
+        return cls(
+            topic=feed.topic,
+            owner=feed.owner,
+            read_public=feed.read_public,
+            readers=list(feed.readers),
+        )
+
+
 class SchemaVersionPublic(BaseModel):
     version: int
     id: int

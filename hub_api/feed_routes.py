@@ -15,6 +15,7 @@ from hub_api.feed_models import (
     FeedDetailPublic,
     FeedPatch,
     FeedPublic,
+    FeedReadersPublic,
     ReplayPublic,
 )
 from hub_api.limits import CheckedBodyRoute
@@ -79,6 +80,16 @@ def update_feed(topic: str, body: FeedPatch, feeds: Feeds, caller: Caller) -> Fe
             read_public=body.read_public,
         )
     )
+
+
+@router.get("/{topic}/readers", response_model=FeedReadersPublic)
+def feed_readers(topic: str, feeds: Feeds, _reader: Reader) -> FeedReadersPublic:
+    """Who reads the feed's records and tables: every team, or its owner and `readers` (admins
+    always). From the catalog alone; the analysts' server asks it for read grants on tables.
+
+    404 for an unknown feed (40420).
+    """
+    return FeedReadersPublic.of(feeds.get(topic))
 
 
 @router.put("/{topic}/readers/{team}", response_model=FeedPublic)

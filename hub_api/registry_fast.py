@@ -28,7 +28,8 @@ from hub_api.metrics import name_route
 from hub_api.registry_routes import lookup_body, schema_body
 from hub_api.settings import ApiSettings, AuthMode
 from hub_core.errors import HubError
-from registry.service import MAX_SCHEMA_ID, RegistryService, parse_subject
+from registry.limits import MAX_SCHEMA_ID, parse_subject
+from registry.service import RegistryService
 from registry.types import SchemaId, Subject
 
 _BY_ID = "/schemas/ids/"

@@ -3,7 +3,7 @@
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from registry.errors import InvalidSchema, InvalidVersion
-from registry.service import parse_subject
+from registry.limits import parse_subject
 from registry.types import RegisteredSchema, SchemaReference, Version
 
 _INT32_MAX = 2**31 - 1

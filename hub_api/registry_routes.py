@@ -18,7 +18,7 @@ from hub_api.registry_models import (
     SubjectVersionRef,
 )
 from registry.errors import InvalidSchema
-from registry.service import MAX_SUBJECT_LENGTH, parse_subject, parse_version
+from registry.limits import MAX_SUBJECT_LENGTH, parse_subject, parse_version
 from registry.types import (
     RegisteredSchema,
     SchemaId,
@@ -32,7 +32,7 @@ from registry.types import (
 
 async def valid_subject_names(request: Request) -> None:
     """42208 for a subject in the path or a `subjectPrefix` that no store can hold, before any
-    route looks it up (see `registry.service.parse_subject`)."""
+    route looks it up (see `registry.limits.parse_subject`)."""
     subject = request.path_params.get("subject")
     if subject is not None:
         parse_subject(subject)

@@ -34,15 +34,99 @@ def register(app: typer.Typer) -> None:
 def sql(
     query: Annotated[str, typer.Argument(help="A Spark SQL statement.")],
     limit: Annotated[int, typer.Option(help="Rows to show at most.")] = 50,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            envvar="HUB_API_KEY",
+            help="Run the statement through the analysts' server with this API key: only "
+            "allowed SQL, over the tables the key's team may read.",
+        ),
+    ] = None,
 ) -> None:
-    """Run one Spark SQL statement on the hub's metastore and print the result.
+    """Run one Spark SQL statement on the hub's tables and print the result.
 
-    Works while the loader runs: both use the shared metastore (started here if needed).
+    With a key (`--key` or HUB_API_KEY), the statement goes through the analysts' server
+    (HUB_ANALYST_HOST, HUB_ANALYST_PORT), which checks it and the key's read grants. Without
+    one, it runs in a Spark session of this machine's operator, on the shared metastore
+    (started here if needed), reading the warehouse's files directly; it works while the
+    loader runs.
     """
+    if key:
+        _sql_through_the_analysts_server(query, key=key, limit=limit)
+        return
     from spark_loaders import LoaderSettings, spark_session
 
     with spark_session(LoaderSettings(), app_name="hub-sql") as spark:
         spark.sql(query).show(limit, truncate=False)
+
+
+def _sql_through_the_analysts_server(query: str, *, key: str, limit: int) -> None:
+    """Run `query` on the analysts' server, logged in with `key`, and print up to `limit` rows."""
+    from impala.dbapi import connect
+    from impala.error import Error as ImpalaError
+    from thrift.transport.TTransport import TTransportException
+
+    from hub_cli.errors import AnalystServerUnavailable, SqlRefused
+    from spark_loaders.analyst_settings import AnalystSettings
+
+    settings = AnalystSettings()
+    where = f"{settings.host}:{settings.port}"
+    try:
+        connection = connect(
+            host=settings.host,
+            port=settings.port,
+            auth_mechanism="PLAIN",
+            user="hub-sql",
+            password=key,
+            timeout=60,
+        )
+    except (TTransportException, OSError) as error:
+        raise AnalystServerUnavailable(
+            f"Cannot log in to the analysts' server at {where}: {error}. Start it (`hub up "
+            "--analyst` or `hub analyst serve`), or check the key."
+        ) from error
+    try:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(query)
+            columns = [column[0] for column in cursor.description or []]
+            rows = cursor.fetchmany(limit) if columns else []
+        except ImpalaError as error:
+            raise SqlRefused(_server_message(error)) from error
+        finally:
+            cursor.close()
+    except (TTransportException, OSError) as error:
+        raise AnalystServerUnavailable(
+            f"The analysts' server at {where} stopped answering: {error}"
+        ) from error
+    finally:
+        connection.close()
+    _print_rows(columns, rows)
+
+
+def _server_message(error: Exception) -> str:
+    """The analysts' server's reason, without the driver's wrapping of it."""
+    text = str(error)
+    marker = "errorMessage="
+    if marker in text:
+        text = text.split(marker, 1)[1].strip().strip("')\"")
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _print_rows(columns: list[str], rows: list[tuple[object, ...]]) -> None:
+    """Print `rows` under their `columns`, one `|`-separated line each, as `hub sql` does."""
+    if not columns:
+        typer.echo("(no result)")
+        return
+    cells = [["NULL" if value is None else str(value) for value in row] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+
+    def line(values: list[str]) -> str:
+        return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)) + " |"
+
+    typer.echo("\n".join([rule, line(columns), rule, *map(line, cells), rule]))
 
 
 def _metastore_server() -> "MetastoreServer":

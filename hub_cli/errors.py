@@ -27,3 +27,16 @@ class ApiUnavailable(TransientError):
 class ApiRequestFailed(TerminalError):
     """The API refused a request of the command line (or did not answer); the message, the
     API's own, says why."""
+
+
+class SqlRefused(TerminalError):
+    """The analysts' server refused a statement `hub sql` sent with a key (not allowed, not
+    readable with the key's grants, or not valid SQL); its message says why."""
+
+    code = ErrorCode.SQL_STATEMENT_REFUSED
+
+
+class AnalystServerUnavailable(TransientError):
+    """`hub sql` with a key could not reach or log in to the analysts' server."""
+
+    code = ErrorCode.ANALYST_SERVER_UNAVAILABLE

@@ -83,6 +83,7 @@ class ErrorCode(IntEnum):
     INVALID_LINEAGE_QUERY = 42280
     INVALID_ROW_KEY = 42281
     ANALYST_AUTH_REQUIRED = 42271
+    SQL_STATEMENT_REFUSED = 42272
     # 429: the caller sends requests faster than its key's rate limit
     RATE_LIMITED = 42901
     # 431: the request's line and headers are too large
@@ -103,6 +104,7 @@ class ErrorCode(IntEnum):
     CDC_SOURCE_UNAVAILABLE = 50330
     SOURCE_UNAVAILABLE = 50331
     METASTORE_UNAVAILABLE = 50340
+    ANALYST_SERVER_UNAVAILABLE = 50341
     LOADER_NOT_CONFIGURED = 50350
     LOADER_UNREACHABLE = 50351
 

@@ -8,7 +8,6 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from enum import StrEnum, unique
 from typing import Any, cast
 
@@ -27,20 +26,14 @@ from hub_kafka.producer import (
 )
 from publish.errors import RecordTooLarge
 from publish.headers import caller_headers, hub_headers
+from publish.timestamps import MAX_TIMESTAMP_AHEAD_MS, MAX_TIMESTAMP_MS, epoch_ms, too_far_ahead
 from registry.cleaning import Change
 from registry.compiled import CompiledSchema, compiled
 from registry.errors import InvalidRecord, TombstoneNotAllowed
 from registry.service import RegistryService
 from registry.types import RegisteredSchema, SchemaId, Subject, Version
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_INT64_MAX = 2**63 - 1
 DEFAULT_MAX_RECORD_BYTES = 1_000_000  # KafkaSettings.max_record_bytes's default
-# How far ahead of now a record's timestamp may be: Kafka 4's default of the broker setting
-# `log.message.timestamp.after.max.ms`. The broker refuses a later timestamp for the whole
-# produce batch the record travels in, so the other records of the request would fail with it
-# (as a 5xx); refused here, the record alone is answered 42220.
-MAX_TIMESTAMP_AHEAD_MS = 3_600_000
 # What Kafka's record format adds to a record's key, value and headers, at most: its length,
 # attributes, timestamp and offset deltas, key and value lengths, header count (varints); and
 # per header, the lengths of its name and value.
@@ -198,11 +191,11 @@ def _prepare(
     timestamp = record.timestamp
     timestamp_ms = (
         timestamp
-        if timestamp is None or (type(timestamp) is int and 0 <= timestamp <= _INT64_MAX)
-        else _timestamp_ms(timestamp)
+        if timestamp is None or (type(timestamp) is int and 0 <= timestamp <= MAX_TIMESTAMP_MS)
+        else epoch_ms(timestamp)
     )
     if timestamp_ms is not None and timestamp_ms > latest_ms:
-        raise _too_far_ahead(timestamp)
+        raise too_far_ahead(timestamp)
     size = (len(value) if value else 0) + (len(key) if key else 0) + _RECORD_FRAMING
     if headers:
         size += sum(len(name) + len(data) + _HEADER_FRAMING for name, data in headers)
@@ -580,41 +573,3 @@ def _plain_key(key: Any) -> bytes | None:
     if isinstance(key, str):
         return key.encode("utf-8")
     return json.dumps(key, separators=(",", ":"), sort_keys=True).encode("utf-8")
-
-
-def _too_far_ahead(timestamp: Any) -> InvalidRecord:
-    return InvalidRecord(
-        f"$.timestamp: {str(timestamp)[:40]} is more than {MAX_TIMESTAMP_AHEAD_MS // 60_000} "
-        "minutes ahead of the hub's clock; Kafka refuses records from the future "
-        "(log.message.timestamp.after.max.ms). Send the time the event happened.",
-        path="$.timestamp",
-    )
-
-
-def _timestamp_ms(timestamp: Any) -> int | None:
-    """A record's Kafka timestamp: epoch milliseconds from 0 (1970) to the largest int64."""
-    if timestamp is None:
-        return None
-    if isinstance(timestamp, bool) or not isinstance(timestamp, int | str):
-        raise InvalidRecord(
-            "$.timestamp: expected ISO-8601 text or epoch milliseconds.", path="$.timestamp"
-        )
-    if isinstance(timestamp, int):
-        milliseconds = timestamp
-    else:
-        try:
-            moment = datetime.fromisoformat(timestamp)
-        except ValueError as exc:
-            raise InvalidRecord(
-                f"$.timestamp: {timestamp!r} is not an ISO-8601 timestamp.", path="$.timestamp"
-            ) from exc
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        milliseconds = (moment - _EPOCH) // timedelta(milliseconds=1)
-    if not 0 <= milliseconds <= _INT64_MAX:
-        raise InvalidRecord(
-            f"$.timestamp: {str(timestamp)[:40]} is outside Kafka's timestamps (epoch "
-            f"milliseconds from 0, 1970-01-01, to {_INT64_MAX}).",
-            path="$.timestamp",
-        )
-    return milliseconds

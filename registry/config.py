@@ -1,4 +1,5 @@
-"""Compatibility levels and modes, per subject and for the whole registry."""
+"""Compatibility levels and modes, per subject and for the whole registry: their names as a
+request gives them, and the rows that hold them."""
 
 from dataclasses import dataclass
 
@@ -6,11 +7,32 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from hub_core.database import transaction
+from registry.errors import InvalidCompatibilityLevel, InvalidMode
 from registry.tables import ConfigRow
 from registry.types import CompatibilityMode, RegistryMode, Subject
 
 # The registry-wide row; subjects are never empty, so it cannot clash with one.
 _GLOBAL = ""
+
+
+def parse_compatibility(text: str) -> CompatibilityMode:
+    """A compatibility level by name; 42203 listing the valid names otherwise."""
+    try:
+        return CompatibilityMode(text.upper())
+    except ValueError:
+        valid = ", ".join(m.value for m in CompatibilityMode)
+        raise InvalidCompatibilityLevel(
+            f"Invalid compatibility level '{text}'. Valid values are: {valid}."
+        ) from None
+
+
+def parse_mode(text: str) -> RegistryMode:
+    """A mode by name; 42204 listing the valid names otherwise."""
+    try:
+        return RegistryMode(text.upper())
+    except ValueError:
+        valid = ", ".join(m.value for m in RegistryMode)
+        raise InvalidMode(f"Invalid mode '{text}'. Valid values are: {valid}.") from None
 
 
 @dataclass(frozen=True, slots=True)

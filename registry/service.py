@@ -1,8 +1,5 @@
 """Registry operations: the rules of the Confluent Schema Registry over the SQL store."""
 
-import dataclasses
-import hashlib
-import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -12,17 +9,12 @@ from registry.avro import AvroSchema, parse
 from registry.changes import AsOf
 from registry.cleaning import validate_rules
 from registry.compatibility import CompatibilityReport, check
-from registry.config import ConfigStore
+from registry.config import ConfigStore, parse_compatibility, parse_mode
 from registry.errors import (
     CompatibilityNotConfigured,
     IdDoesNotMatch,
     IncompatibleSchema,
-    InvalidCompatibilityLevel,
-    InvalidMode,
     InvalidSchema,
-    InvalidSchemaId,
-    InvalidSubject,
-    InvalidVersion,
     ModeNotConfigured,
     OperationNotPermitted,
     ReferenceExists,
@@ -34,6 +26,8 @@ from registry.errors import (
     VersionNotSoftDeleted,
     VersionSoftDeleted,
 )
+from registry.limits import check_explicit_id, check_id_range
+from registry.lookups import ENTRY_BYTES, SchemaLookups
 from registry.schema_rules import SchemaLimits, check_document, check_subject, check_text
 from registry.store import SchemaStore
 from registry.types import (
@@ -46,90 +40,6 @@ from registry.types import (
     Subject,
     Version,
 )
-
-_MAX_VERSION = 2**31 - 1
-_IdentityKey = tuple[bytes, tuple[SchemaReference, ...], bool]  # text digest, references, normal
-_Identity = tuple[str, tuple[SchemaReference, ...]]  # fingerprint, references
-# A Confluent client holds a schema id in an int32, so no id may exceed 2^31-1. Imported
-# (explicit) ids stop at 2^30-1: automatic ids continue after the largest id in the table, so
-# this keeps at least 2^30 automatic ids free whatever was imported (docs/registry.md).
-MAX_SCHEMA_ID = 2**31 - 1
-MAX_IMPORTED_SCHEMA_ID = 2**30 - 1
-
-
-def check_explicit_id(schema_id: int | None, version: int | None) -> None:
-    """An imported id must be within 1..2^30-1 (42228) and a version within 1..2^31-1 (42202)."""
-    if schema_id is not None and not 1 <= schema_id <= MAX_IMPORTED_SCHEMA_ID:
-        raise InvalidSchemaId(
-            f"Schema id {schema_id} cannot be imported: explicit ids must be between 1 and "
-            f"{MAX_IMPORTED_SCHEMA_ID} (2^30-1), which keeps ids within a Confluent client's "
-            "int32 and leaves room for the ids the registry assigns itself."
-        )
-    if version is not None and not 1 <= version <= _MAX_VERSION:
-        raise InvalidVersion(str(version))
-
-
-# Characters of a subject name: the width of the `subject` columns (varchar(255)).
-MAX_SUBJECT_LENGTH = 255
-# C0 controls and DEL: PostgreSQL text cannot hold NUL, and none of them belongs in a name.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def parse_subject(text: str, *, what: str = "Subject") -> Subject:
-    """A subject name from a request; 42208 when no store could hold it.
-
-    Confluent's registry takes any string, but the database columns are 255 characters wide
-    and PostgreSQL refuses NUL in text: checked here, such names would fail in the driver as a
-    500. Control characters are refused too, since they only ever hide a name in logs.
-    """
-    if not text or len(text) > MAX_SUBJECT_LENGTH or _CONTROL.search(text):
-        shown = _CONTROL.sub("?", text[:60])
-        raise InvalidSubject(
-            f"{what} '{shown}{'...' if len(text) > 60 else ''}' is not a valid subject name: "
-            f"a subject has 1 to {MAX_SUBJECT_LENGTH} characters and no control characters "
-            f"(NUL, line breaks); this one has {len(text):,}. Use e.g. '<domain>.<name>-value'."
-        )
-    return Subject(text)
-
-
-def _check_id_range(schema_id: int) -> None:
-    """40403 for an id no schema can have, before the database sees it: PostgreSQL refuses a
-    number beyond its integer columns with an error instead of finding nothing."""
-    if not 1 <= schema_id <= MAX_SCHEMA_ID:
-        raise SchemaNotFound(schema_id)
-
-
-def parse_version(text: str) -> Version | None:
-    """A version path parameter: a positive integer, or `latest`/-1 (returned as None)."""
-    if text in ("latest", "-1"):
-        return None
-    try:
-        version = int(text)
-    except ValueError:
-        raise InvalidVersion(text) from None
-    if not 1 <= version <= _MAX_VERSION:
-        raise InvalidVersion(text)
-    return Version(version)
-
-
-def parse_compatibility(text: str) -> CompatibilityMode:
-    """A compatibility level by name; 42203 listing the valid names otherwise."""
-    try:
-        return CompatibilityMode(text.upper())
-    except ValueError:
-        valid = ", ".join(m.value for m in CompatibilityMode)
-        raise InvalidCompatibilityLevel(
-            f"Invalid compatibility level '{text}'. Valid values are: {valid}."
-        ) from None
-
-
-def parse_mode(text: str) -> RegistryMode:
-    """A mode by name; 42204 listing the valid names otherwise."""
-    try:
-        return RegistryMode(text.upper())
-    except ValueError:
-        valid = ", ".join(m.value for m in RegistryMode)
-        raise InvalidMode(f"Invalid mode '{text}'. Valid values are: {valid}.") from None
 
 
 class RegistryService:
@@ -162,22 +72,24 @@ class RegistryService:
         )
         # Reads by id and lookups need only text and identities, far smaller than parsed
         # schemas: a schema's text by id, and the identity of text as clients send it (keyed by
-        # its digest, not the text). Whether an id is in use and where a schema sits under a
-        # subject change with deletions in any process: those answers hold only while the
-        # database has not changed since they were read (`registry.changes`, ADR 0032). The two
-        # caches of small entries get a quarter of the budget each, about 98,000 entries at the
-        # default: with an eighth (49,152) a registry of 10,000 subjects x 5 versions overflowed
-        # them, and its reads by id and lookups went to the database (`bench/registry.py`).
+        # its digest, not the text; kept by `SchemaLookups`). Whether an id is in use and where
+        # a schema sits under a subject change with deletions in any process: those answers hold
+        # only while the database has not changed since they were read (`registry.changes`, ADR
+        # 0032). The two caches of small entries get a quarter of the budget each, about 98,000
+        # entries at the default: with an eighth (49,152) a registry of 10,000 subjects x 5
+        # versions overflowed them, and its reads by id and lookups went to the database
+        # (`bench/registry.py`).
         self._stored: SizedLruCache[SchemaId, StoredSchema] = SizedLruCache(
             read_cache_bytes, _stored_size
         )
-        self._identities: SizedLruCache[_IdentityKey, _Identity] = SizedLruCache(
-            read_cache_bytes // 4, lambda _: _ENTRY_BYTES
+        self._lookups = SchemaLookups(
+            store,
+            limits=self._limits,
+            parse=self._parse_uncached,
+            stored=self._stored,
+            cache_bytes=read_cache_bytes,
         )
-        self._in_use: AsOf[SchemaId, bool] = AsOf(read_cache_bytes // 4, lambda _: _ENTRY_BYTES)
-        self._found: AsOf[tuple[Subject, str, bool], RegisteredSchema] = AsOf(
-            read_cache_bytes, _registered_size
-        )
+        self._in_use: AsOf[SchemaId, bool] = AsOf(read_cache_bytes // 4, lambda _: ENTRY_BYTES)
         # The latest version, for publishing, is trusted for `cache_seconds`: a new version is
         # used at once by the process that registered it, within that time by the others.
         self._latest: TtlCache[Subject, RegisteredSchema] = TtlCache(cache_seconds)
@@ -325,33 +237,13 @@ class RegistryService:
     ) -> RegisteredSchema:
         """The version of `subject` holding this schema (40401 no subject, 40403 no such schema;
         42201 for text over the size, nesting or references limits, before it is parsed)."""
-        fingerprint, refs = self._identity(schema_text, tuple(references), normalize)
-        key = (subject, fingerprint, include_deleted)
-        generation = self._changes.generation()  # before the read: see `AsOf.put`
-        found = self._found.get(key, generation)
-        if found is None:
-            found = self._store.find(
-                subject=subject,
-                fingerprint=fingerprint,
-                references=refs,
-                include_deleted=include_deleted,
-            )
-            if found is not None:
-                found = self._sharing_text(found)
-                self._found.put(key, generation, found)
-        if found is not None:
-            return found
-        if not self._store.subject_exists(subject=subject, include_deleted=include_deleted):
-            raise SubjectNotFound(subject)
-        raise SchemaNotFound.under(subject)
-
-    def _sharing_text(self, found: RegisteredSchema) -> RegisteredSchema:
-        """`found` holding the very string the by-id cache holds for its schema, if it has it:
-        each cache would otherwise keep its own copy of every schema's text."""
-        stored = self._stored.get(found.schema_id)
-        if stored is None or stored.schema is found.schema or stored.schema != found.schema:
-            return found
-        return dataclasses.replace(found, schema=stored.schema)
+        return self._lookups.lookup(
+            subject=subject,
+            schema_text=schema_text,
+            references=references,
+            normalize=normalize,
+            include_deleted=include_deleted,
+        )
 
     def generation(self) -> int | None:
         """The database's generation now (`registry.changes`): what a cached answer must have
@@ -364,41 +256,21 @@ class RegistryService:
         """What `lookup` (no references, not normalized, live versions) answered before, if it
         was read at `generation` (from `generation()`, read after the request arrived); None
         otherwise. Never reads the database."""
-        if len(schema_text) > self._limits.max_bytes:
-            return None  # `_identity` refuses it, so it was never cached: skip its digest
-        identity = self._identities.get((_digest(schema_text), (), False))
-        if identity is None:
-            return None
-        return self._found.get((subject, identity[0], False), generation)
-
-    def _identity(
-        self, schema_text: str, references: tuple[SchemaReference, ...], normalize: bool
-    ) -> _Identity:
-        """The identity (fingerprint) of schema text and the references it was given with."""
-        key = (_digest(schema_text), references, normalize)
-        known = self._identities.get(key)
-        if known is None:
-            # Anyone may look a schema up, so what is sent is held to the limits registration
-            # holds it to before parsing (size, JSON nesting, references): parsing is what costs.
-            # The rules on the parsed schema are not applied: a schema registered before a rule
-            # existed must still be found.
-            check_text(schema_text, self._limits, references=len(references))
-            schema = self._parse_uncached(schema_text, references, normalize)
-            known = (schema.fingerprint, schema.references)
-            self._identities.get_or_load(key, lambda: known)
-        return known
+        return self._lookups.cached_lookup(
+            subject=subject, schema_text=schema_text, generation=generation
+        )
 
     def schema(self, *, schema_id: SchemaId) -> AvroSchema:
         """The parsed schema with id `schema_id`, while a subject version (live or soft-deleted)
         uses it: 40403 once it is deleted for good."""
-        _check_id_range(schema_id)
+        check_id_range(schema_id)
         self._check_in_use(schema_id)
         return self._schema_by_id(schema_id)
 
     def stored_schema(self, *, schema_id: SchemaId) -> StoredSchema:
         """The text and references of schema `schema_id`, as `schema` finds it (40403 once no
         subject version uses it), without parsing it."""
-        _check_id_range(schema_id)
+        check_id_range(schema_id)
         self._check_in_use(schema_id)
         return self._stored.get_or_load(schema_id, lambda: self._load_stored(schema_id))
 
@@ -504,7 +376,7 @@ class RegistryService:
         self, *, schema_id: SchemaId, include_deleted: bool = False
     ) -> list[RegisteredSchema]:
         """Subject versions that use schema `schema_id` (40403 when none does)."""
-        _check_id_range(schema_id)
+        check_id_range(schema_id)
         found = self._store.usages(schema_id=schema_id, include_deleted=include_deleted)
         if not found:
             raise SchemaNotFound(schema_id)
@@ -695,13 +567,6 @@ class RegistryService:
 # What a parsed schema takes in memory, per character of its text (its JSON tree, the resolved
 # tree and fastavro's parsed form: about 14 for the benchmark's 15-field records).
 _PARSED_BYTES_PER_CHARACTER = 16
-# What a small cache entry takes besides its text: key, tuple, object headers.
-_ENTRY_BYTES = 256
-
-
-def _digest(schema_text: str) -> bytes:
-    # Lone surrogates are valid in JSON strings: they must not fail the encoding.
-    return hashlib.sha256(schema_text.encode("utf-8", "surrogatepass")).digest()
 
 
 def _parsed_size(schema: AvroSchema) -> int:
@@ -710,11 +575,7 @@ def _parsed_size(schema: AvroSchema) -> int:
 
 
 def _stored_size(stored: StoredSchema) -> int:
-    return len(stored.schema) + _ENTRY_BYTES
-
-
-def _registered_size(found: RegisteredSchema) -> int:
-    return len(found.schema) + len(found.subject) + _ENTRY_BYTES
+    return len(stored.schema) + ENTRY_BYTES
 
 
 # A check against one chosen version uses the level's direction, not its transitivity.

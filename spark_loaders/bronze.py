@@ -276,6 +276,7 @@ class BronzeLoader:
                     app_id=f"{self._txn_app_id}:{quarantine_table(topic)}",
                     version=batch_id,
                     partitioned=False,
+                    feed=topic,
                     metadata=quarantine_entry(topic, batch_id, rows, withheld=False).encode(),
                 )
                 self.statuses.set_aside(
@@ -379,6 +380,7 @@ class BronzeLoader:
                     app_id=f"{self._txn_app_id}:{quarantine_table(topic)}",
                     version=batch.batch_id,
                     partitioned=False,
+                    feed=topic,
                     metadata=entry.encode(),
                 )
         LOADER_METRICS.landed(table, landing.landed)
@@ -471,6 +473,7 @@ class BronzeLoader:
             app_id=f"{self._txn_app_id}:{landing.table}:requests",
             version=landing.batch.batch_id,
             partitioned=True,
+            feed=topic,
             metadata=entry,
         )
 
@@ -517,6 +520,7 @@ class BronzeLoader:
             app_id=":".join((self._txn_app_id, table, part) if part else (self._txn_app_id, table)),
             version=landing.batch.batch_id,
             partitioned=True,
+            feed=landing.topic,
             metadata=metadata,
         )
 

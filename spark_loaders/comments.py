@@ -9,11 +9,10 @@ break, and no `${env:...}` can be substituted: the table holds the doc as writte
 import json
 from typing import Any
 
-from py4j.java_gateway import JavaObject
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
-from spark_loaders.tables import TableState, catalog_identifier, java_strings, session_catalog
+from spark_loaders.tables import TableState, alter_table, java_strings, table_changes
 
 METADATA_DOCS = {
     "_hub_key": "Kafka record key, as published.",
@@ -92,14 +91,14 @@ class TableComments:
 
 def set_table_comment(spark: SparkSession, table: str, comment: str) -> None:
     """`COMMENT ON TABLE table IS comment`, without SQL text: `comment` is stored as given."""
-    changes = _table_changes(spark)
-    _alter(spark, table, [changes.setProperty("comment", comment)])
+    changes = table_changes(spark)
+    alter_table(spark, table, [changes.setProperty("comment", comment)])
 
 
 def set_column_comments(spark: SparkSession, table: str, comments: dict[str, str]) -> None:
     """Comment top-level columns of `table` ({column: comment}), without SQL text."""
-    changes = _table_changes(spark)
-    _alter(
+    changes = table_changes(spark)
+    alter_table(
         spark,
         table,
         [
@@ -107,20 +106,3 @@ def set_column_comments(spark: SparkSession, table: str, comments: dict[str, str
             for c, text in comments.items()
         ],
     )
-
-
-def _table_changes(spark: SparkSession) -> Any:
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None, "the session has no JVM"
-    return jvm.org.apache.spark.sql.connector.catalog.TableChange
-
-
-def _alter(spark: SparkSession, table: str, changes: list[JavaObject]) -> None:
-    """Apply `changes` to `table` (`db.name`) through the session catalog (Delta's, for Delta
-    tables), as the ALTER TABLE statements would after parsing."""
-    gateway, jvm = spark.sparkContext._gateway, spark.sparkContext._jvm
-    assert gateway is not None and jvm is not None, "the session has no JVM"
-    array = gateway.new_array(jvm.org.apache.spark.sql.connector.catalog.TableChange, len(changes))
-    for index, change in enumerate(changes):
-        array[index] = change
-    session_catalog(spark).alterTable(catalog_identifier(spark, table), array)

@@ -146,7 +146,7 @@ def _land(spark: SparkSession, tables: DeltaTables, rows: DataFrame, topic: str)
     if state is None:
         entry = landed_entry(topic, rows).encode()
         tables.append(rows, table, app_id="hub-replay", version=0, partitioned=True,
-                      metadata=entry)  # fmt: skip
+                      feed=topic, metadata=entry)  # fmt: skip
     else:
         land_missing(spark, rows, state.location, topic=topic)
 

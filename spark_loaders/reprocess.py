@@ -45,7 +45,7 @@ from spark_loaders.lineage import commit_metadata, landed_entry, ledger_session
 from spark_loaders.schemas import RegistryClient
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.storage import Location, RemoteLocation
-from spark_loaders.tables import PARTITION_COLUMN, TYPE_WIDENING, DeltaTables
+from spark_loaders.tables import PARTITION_COLUMN, TYPE_WIDENING, DeltaTables, stamp_feeds
 
 log = logging.getLogger(__name__)
 
@@ -289,6 +289,8 @@ def swap(spark: SparkSession, tables: DeltaTables, request: SwapRequest) -> None
         finally:
             spark.conf.unset(_BYPASS_SCHEMA_CHECK)
         log.info("%s now reads %s (was %s)", request.table, request.location, state.location)
+    # The rebuild's Delta log is new: it carries the feed again before anyone reads it.
+    stamp_feeds(spark, request.table, [request.topic])
     storage.write_text(spark, _location(request.location) / SWAPPED_IN, request.table)
     tables.forget(request.table)
 

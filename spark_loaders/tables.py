@@ -7,8 +7,10 @@ once, keeps its location and columns, and appends to the location. A reprocessin
 """
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from py4j.java_gateway import JavaObject
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
@@ -22,6 +24,9 @@ log = logging.getLogger(__name__)
 
 PARTITION_COLUMN = "_hub_ingest_date"
 TYPE_WIDENING = "delta.enableTypeWidening"
+# The feeds a table's rows come from, as comma-separated topics: the analysts' server lets a
+# team read the table only when it may read every one of them (docs/security.md, read grants).
+FEEDS_PROPERTY = "hub.feeds"
 
 
 @dataclass
@@ -32,6 +37,7 @@ class TableState:
     schema: StructType
     description: str | None
     type_widening: bool
+    feeds: str | None = None  # the table's `hub.feeds`
 
 
 class DeltaTables:
@@ -58,6 +64,7 @@ class DeltaTables:
             schema=self._spark.read.format("delta").load(location).schema,
             description=properties.get("comment"),
             type_widening=properties.get(TYPE_WIDENING) == "true",
+            feeds=properties.get(FEEDS_PROPERTY),
         )
         self._known[table] = state
         return state
@@ -105,12 +112,15 @@ class DeltaTables:
         app_id: str,
         version: int,
         partitioned: bool,
+        feed: str,
         metadata: str | None = None,
     ) -> None:
         """Append with Delta's idempotent writes: a repeat of (app_id, version) is skipped.
 
-        `metadata` becomes the commit's `userMetadata` (the lineage ledger entry): a skipped
-        repeat commits none.
+        `feed` is the topic the rows come from: the table carries it as `hub.feeds`, set when
+        the table is created and on the first append to a table that lacks it. `metadata`
+        becomes the commit's `userMetadata` (the lineage ledger entry): a skipped repeat
+        commits none.
         """
         writer = (
             rows.write.format("delta")
@@ -132,13 +142,17 @@ class DeltaTables:
             # details (DESCRIBE DETAIL sizes the table) took seconds per new table.
             # Its columns are read when next needed (`evolve`): here they would cost a
             # snapshot of the new table, for a catch-up batch that may be the only one.
+            stamp_feeds(self._spark, table, [feed])
             self._known[table] = TableState(
                 location=default_location(self._spark, table),
                 schema=StructType(),
                 description=None,
                 type_widening=True,
+                feeds=feed,
             )
             return
+        if state.feeds != feed:
+            state.feeds = stamp_feeds(self._spark, table, [feed], current=state.feeds)
         if metadata is not None:
             writer = writer.option("userMetadata", metadata)
         writer.save(state.location)
@@ -185,6 +199,54 @@ def clear_interrupted_creation(spark: SparkSession, table: str) -> str | None:
         aside,
     )
     return str(aside)
+
+
+def stamp_feeds(
+    spark: SparkSession, table: str, topics: Iterable[str], *, current: str | None = None
+) -> str:
+    """Set `table`'s `hub.feeds` to `topics` unless it holds them already; return the value.
+
+    `current` is the value when the caller knows it; otherwise it is read from the table. A
+    change is a Delta commit of the table's metadata, made only when the value differs.
+    """
+    wanted = ",".join(sorted(set(topics)))
+    if current is None:
+        current = catalog_properties(spark, table).get(FEEDS_PROPERTY)
+    if current != wanted:
+        alter_table(spark, table, [table_changes(spark).setProperty(FEEDS_PROPERTY, wanted)])
+        log.info("%s: %s = %s", table, FEEDS_PROPERTY, wanted)
+    return wanted
+
+
+_STAMPED: set[tuple[str, str]] = set()
+
+
+def stamp_feeds_once(spark: SparkSession, table: str, topics: Iterable[str]) -> None:
+    """`stamp_feeds`, read and compared once per process for a table and value: for tables
+    built again and again (gold), whose feeds change only with their model."""
+    marker = (table, ",".join(sorted(set(topics))))
+    if marker not in _STAMPED:
+        stamp_feeds(spark, table, topics)
+        _STAMPED.add(marker)
+
+
+def table_changes(spark: SparkSession) -> Any:
+    """Spark's `TableChange` class, whose static methods make the changes `alter_table` takes."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None, "the session has no JVM"
+    return jvm.org.apache.spark.sql.connector.catalog.TableChange
+
+
+def alter_table(spark: SparkSession, table: str, changes: list[JavaObject]) -> None:
+    """Apply `changes` to `table` (`db.name`) through the session catalog (Delta's, for Delta
+    tables), as the ALTER TABLE statements would after parsing: no SQL text, so no value can
+    break out of its quotes."""
+    gateway, jvm = spark.sparkContext._gateway, spark.sparkContext._jvm
+    assert gateway is not None and jvm is not None, "the session has no JVM"
+    array = gateway.new_array(jvm.org.apache.spark.sql.connector.catalog.TableChange, len(changes))
+    for index, change in enumerate(changes):
+        array[index] = change
+    session_catalog(spark).alterTable(catalog_identifier(spark, table), array)
 
 
 def catalog_properties(spark: SparkSession, table: str) -> dict[str, str]:

@@ -50,7 +50,12 @@ from spark_loaders.silver.changes import (
 )
 from spark_loaders.silver.keys import discover
 from spark_loaders.storage import Location, parse_location
-from spark_loaders.tables import save_as_new_table
+from spark_loaders.tables import (
+    FEEDS_PROPERTY,
+    catalog_properties,
+    save_as_new_table,
+    stamp_feeds,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +76,7 @@ class SilverLoader:
         self._spark = spark
         self._events = events
         self._spec = spec
+        self._feeds_stamped = False
         self._base_checkpoint = f"{checkpoint_dir}/hub-silver-{spec.silver_prefix.split('.')[-1]}"
         self._use_checkpoint(self._base_checkpoint)
         # New row columns in bronze reach silver through MERGE's schema evolution.
@@ -143,6 +149,8 @@ class SilverLoader:
         try:
             if new.isEmpty():
                 return
+            if not self._feeds_stamped:
+                self._stamp_feeds()
             columns = [c for c in row_fields(batch.schema) if c not in keys]
             # Both MERGEs carry which bronze versions the batch read (the lineage ledger). A
             # replayed batch changes nothing, and a MERGE given nothing to change is not run.
@@ -272,6 +280,16 @@ class SilverLoader:
                 spec.current_table,
             )
             self._comment(spec.current_table, "latest row per key")
+        self._stamp_feeds()
+
+    def _stamp_feeds(self) -> None:
+        """Give both silver tables the feeds of their bronze table (`hub.feeds`), by which the
+        analysts' server applies read grants; a bronze table without them yet is stamped by
+        the bronze loader's next append, and silver follows at its next start."""
+        feeds = catalog_properties(self._spark, self._spec.bronze_table).get(FEEDS_PROPERTY)
+        if feeds:
+            for table in (self._spec.history_table, self._spec.current_table):
+                stamp_feeds(self._spark, table, feeds.split(","))
 
     def _comment(self, table: str, what: str) -> None:
         text = f"{what} of {self._spec.bronze_table}, in source order (hub silver)."

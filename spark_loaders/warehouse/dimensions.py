@@ -18,7 +18,7 @@ from hub_core.naming import TopicName, table_suffix
 from spark_loaders.comments import set_table_comment
 from spark_loaders.maintenance import new_table_properties
 from spark_loaders.silver.loader import without_unchanged
-from spark_loaders.tables import save_as_new_table
+from spark_loaders.tables import save_as_new_table, stamp_feeds_once
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.model import Dimension, ScdType
 from spark_loaders.warehouse.snapshots import Snapshots
@@ -71,6 +71,7 @@ class DimensionBuilder:
         """Create the table with its unknown member (key -1) when missing."""
         dim = self._dim
         if self._spark.catalog.tableExists(dim_table(dim)):
+            stamp_feeds_once(self._spark, dim_table(dim), [dim.source])
             return
         history = self._history()
         fields = [StructField(surrogate(dim), LongType(), False)]
@@ -104,6 +105,7 @@ class DimensionBuilder:
             f"Dimension {dim.name} from {dim.source} (SCD type {int(dim.scd_type)}); "
             f"key {UNKNOWN_KEY} is the unknown member.",
         )
+        stamp_feeds_once(self._spark, dim_table(dim), [dim.source])
 
     def refresh(self) -> None:
         """Merge the versions silver history implies; existing rows keep their keys."""

@@ -14,7 +14,7 @@ from hub_core.naming import TopicName, bronze_table
 from spark_loaders.comments import set_table_comment
 from spark_loaders.maintenance import new_table_properties
 from spark_loaders.silver.loader import detached, without_unchanged
-from spark_loaders.tables import save_as_new_table
+from spark_loaders.tables import save_as_new_table, stamp_feeds_once
 from spark_loaders.warehouse.dimensions import (
     UNKNOWN_KEY,
     VALID_FROM,
@@ -146,6 +146,11 @@ class FactBuilder:
             key, F.coalesce(F.col("_d_key"), F.lit(UNKNOWN_KEY).cast("long"))
         ).drop("_d_key", *renamed.values())
 
+    def feeds(self) -> list[str]:
+        """The feeds the fact table is built from: its source and its dimensions' sources."""
+        fact = self._fact
+        return [fact.source] + [self._model.dimension(r.dimension).source for r in fact.dimensions]
+
     def _write(self, facts: DataFrame) -> None:
         table = fact_table(self._fact)
         if not self._spark.catalog.tableExists(table):
@@ -161,7 +166,9 @@ class FactBuilder:
                 f"Facts {self._fact.name} from {self._fact.source}, "
                 f"one row per {', '.join(self._fact.grain)}.",
             )
+            stamp_feeds_once(self._spark, table, self.feeds())
             return
+        stamp_feeds_once(self._spark, table, self.feeds())
         # Only the facts that change: a MERGE matching unchanged rows would still commit.
         facts = without_unchanged(facts, self._spark.table(table))
         if facts.isEmpty():

@@ -6,19 +6,16 @@ the same metastore server: the setup the hub's users run. The Thrift server chec
 the session's API (HUB_ANALYST_AUTH=hub-keys, the default): the password is a hub API key.
 """
 
-import os
 import random
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from impala.dbapi import connect
 from impala.error import HiveServer2Error, OperationalError
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -30,18 +27,29 @@ from hub_kafka.settings import KafkaSettings
 from spark_loaders.bronze import BronzeLoader
 from spark_loaders.lifecycle import stop_between_batches
 from spark_loaders.settings import LoaderSettings
-from tests.support.hub_client import create_feed, publish, unique_topic
+from tests.support.analyst import (
+    REFUSED,
+    AnalystServer,
+    analyst_env,
+    serve_analyst,
+    thrift_rows,
+)
+from tests.support.analyst_statements import (
+    ESCAPES,
+    HIDDEN_READS,
+    QUERIES,
+    SESSION_SETTINGS,
+    WRITES,
+)
+from tests.support.hub_client import bearer, create_feed, publish, unique_topic
 from tests.support.loader import live_count
-from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
 TEAM = "analysts"
+FINANCE = "finance"
 STATEMENT_TIMEOUT_S = 45
-# A statement refused before it runs fails the ExecuteStatement call itself (impyla's
-# HiveServer2Error); one refused while it runs fails its operation (OperationalError).
-REFUSED = (HiveServer2Error, OperationalError)
 
 
 @dataclass
@@ -55,6 +63,10 @@ class Landing:
     query: StreamingQuery
     settings: LoaderSettings
     rng: random.Random
+    # A second feed, of team `finance`, that only its owner and the teams it grants read.
+    private_key: str
+    private_topic: str
+    private_table: str
 
     def publish_views(self, count: int) -> list[dict[str, Any]]:
         views = [demo.page_view(self.rng) for _ in range(count)]
@@ -63,6 +75,12 @@ class Landing:
         )
         assert response.status_code == 200, response.text
         return views
+
+    def publish_private(self, count: int) -> None:
+        views = [demo.page_view(self.rng) for _ in range(count)]
+        records = [{"key": v["view_id"], "value": v} for v in views]
+        response = publish(self.api_url, self.private_key, self.private_topic, records)
+        assert response.status_code == 200, response.text
 
 
 @pytest.fixture(scope="module")
@@ -74,46 +92,39 @@ def landing(
     loader_settings: LoaderSettings,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Landing]:
-    """A page-view feed and a loader that keeps landing it until the module's tests are done."""
+    """A page-view feed every team reads, one only team `finance` reads, and a loader that
+    keeps landing both until the module's tests are done."""
     key = team_key(TEAM)
     topic = unique_topic(TEAM)
-    create_feed(api_url, key, topic=topic, schema=demo.schema_text("demo.page_views"), owner=TEAM)
+    schema = demo.schema_text("demo.page_views")
+    create_feed(api_url, key, topic=topic, schema=schema, owner=TEAM)
+    private_key = team_key(FINANCE)
+    private_topic = unique_topic(FINANCE)
+    create_feed(
+        api_url, private_key, topic=private_topic, schema=schema, owner=FINANCE, read_public=False
+    )
     settings = loader_settings.model_copy(
         update={
             "checkpoint_dir": tmp_path_factory.mktemp("analyst-checkpoints"),
-            "topic_pattern": f"^{re.escape(topic)}$",
+            "topic_pattern": f"^({re.escape(topic)}|{re.escape(private_topic)})$",
         }
     )
     query = BronzeLoader(spark, settings, KafkaSettings(bootstrap_servers=kafka_bootstrap)).start()
     try:
         yield Landing(
-            api_url, key, topic, bronze_table(TopicName(topic)), query, settings, random.Random(7)
+            api_url,
+            key,
+            topic,
+            bronze_table(TopicName(topic)),
+            query,
+            settings,
+            random.Random(7),
+            private_key,
+            private_topic,
+            bronze_table(TopicName(private_topic)),
         )
     finally:
         stop_between_batches(query)
-
-
-def _analyst_env(settings: LoaderSettings) -> dict[str, str]:
-    """The environment of a process on the same metastore and warehouse as the loader."""
-    return {
-        **os.environ,
-        "HUB_LOADER_MASTER": "local[1]",
-        "HUB_LOADER_DRIVER_MEMORY": "512m",
-        "HUB_LOADER_SHUFFLE_PARTITIONS": "1",
-        "HUB_LOADER_WAREHOUSE_DIR": str(settings.warehouse_dir),
-        "HUB_LOADER_METASTORE_DIR": str(settings.metastore_dir),
-        "HUB_LOADER_METASTORE_PORT": str(settings.metastore_port),
-        "HUB_LOADER_METASTORE_JARS_DIR": str(settings.metastore_jars_dir),
-        "HUB_LOADER_JARS_DIR": str(settings.jars_dir),
-    }
-
-
-@dataclass
-class AnalystServer:
-    """A running `hub analyst serve`: its port and its log (stdout and stderr)."""
-
-    port: int
-    log_path: Path
 
 
 @pytest.fixture(scope="module")
@@ -121,39 +132,18 @@ def analyst_server(
     landing: Landing, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[AnalystServer]:
     """`hub analyst serve` on a free port, in its own process, checking keys with the API."""
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("analyst-server") / "serve.log"
-    with log_path.open("wb") as log_file:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "hub_cli.main", "analyst", "serve", "--port", str(port)],
-            env={
-                **_analyst_env(landing.settings),
-                "HUB_ANALYST_API_URL": landing.api_url,
-                # Small bounds, so that the tests reach them cheaply; the module's own
-                # statements stay far below both.
-                "HUB_ANALYST_STATEMENT_TIMEOUT_SECONDS": str(STATEMENT_TIMEOUT_S),
-                "HUB_ANALYST_MAX_RESULT_MB": "4",
-            },
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    try:
-        wait_until(
-            lambda: server.poll() is not None or "Thrift server is ready" in log_path.read_text(),
-            timeout_s=300,
-            what=f"`hub analyst serve` to accept connections (log: {log_path})",
-        )
-        assert server.poll() is None, log_path.read_text()[-3000:]
-        yield AnalystServer(port, log_path)
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-    assert "stopping the Thrift server" in log_path.read_text()
+    with serve_analyst(
+        landing.settings,
+        api_url=landing.api_url,
+        log_path=tmp_path_factory.mktemp("analyst-server") / "serve.log",
+        # Small bounds, so that the tests reach them cheaply; the module's own statements stay
+        # far below both.
+        env={
+            "HUB_ANALYST_STATEMENT_TIMEOUT_SECONDS": str(STATEMENT_TIMEOUT_S),
+            "HUB_ANALYST_MAX_RESULT_MB": "4",
+        },
+    ) as server:
+        yield server
 
 
 def _wait_for_rows(spark: SparkSession, table: str, count: int) -> None:
@@ -167,34 +157,11 @@ def _wait_for_rows(spark: SparkSession, table: str, count: int) -> None:
     assert live_count(spark, table) == count
 
 
-def _thrift_rows(
-    port: int, statement: str, *, key: str, settings: dict[str, str] | None = None
-) -> list[tuple[Any, ...]]:
-    """Run `statement` as a client would, logging in with the API key `key` as the password.
-
-    `settings` go into the session's handshake (OpenSession), as JDBC URL settings and beeline's
-    `--hiveconf` do.
-    """
-    connection = connect(
-        host="127.0.0.1", port=port, auth_mechanism="PLAIN", user=TEAM, password=key
-    )
-    try:
-        cursor = connection.cursor(configuration=settings)
-        try:
-            cursor.execute(statement)
-            rows: list[tuple[Any, ...]] = cursor.fetchall()
-        finally:
-            cursor.close()
-        return rows
-    finally:
-        connection.close()
-
-
 def _thrift_count(port: int, table: str, *, key: str) -> int:
-    tables = {row[1] for row in _thrift_rows(port, "SHOW TABLES IN bronze", key=key)}
+    tables = {row[1] for row in thrift_rows(port, "SHOW TABLES IN bronze", key=key)}
     if table.split(".", 1)[1] not in tables:
         return 0
-    return int(_thrift_rows(port, f"SELECT count(*) FROM {table}", key=key)[0][0])
+    return int(thrift_rows(port, f"SELECT count(*) FROM {table}", key=key)[0][0])
 
 
 def test_the_thrift_server_returns_the_rows_the_running_loader_lands(
@@ -209,7 +176,7 @@ def test_the_thrift_server_returns_the_rows_the_running_loader_lands(
     sent += landing.publish_views(25)
     _wait_for_rows(spark, landing.table, before + 65)
 
-    rows = _thrift_rows(
+    rows = thrift_rows(
         analyst_server.port,
         f"SELECT view_id, user_id, url, device, duration_ms FROM {landing.table}",
         key=landing.key,
@@ -223,7 +190,7 @@ def test_the_thrift_server_returns_the_rows_the_running_loader_lands(
     }
 
 
-def test_a_key_of_any_team_logs_in_and_reads_every_table(
+def test_a_key_of_any_team_logs_in_and_reads_a_public_feeds_table(
     landing: Landing,
     analyst_server: AnalystServer,
     team_key: Callable[[str], str],
@@ -249,7 +216,7 @@ def test_a_login_without_a_valid_api_key_is_refused(
 ) -> None:
     # The server answers the SASL exchange with a refusal (it does not just drop the connection).
     with pytest.raises(TTransportException, match="Error validating the login"):
-        _thrift_rows(analyst_server.port, "SELECT 1", key=password)
+        thrift_rows(analyst_server.port, "SELECT 1", key=password)
 
 
 def test_the_server_log_never_holds_the_keys_of_logins(
@@ -257,8 +224,8 @@ def test_the_server_log_never_holds_the_keys_of_logins(
 ) -> None:
     refused = "hub_0123456789ab_a-secret-that-was-never-issued"
     with pytest.raises(TTransportException, match="Error validating the login"):
-        _thrift_rows(analyst_server.port, "SELECT 1", key=refused)
-    assert _thrift_rows(analyst_server.port, "SELECT 1", key=landing.key) == [(1,)]
+        thrift_rows(analyst_server.port, "SELECT 1", key=refused)
+    assert thrift_rows(analyst_server.port, "SELECT 1", key=landing.key) == [(1,)]
 
     log_text = analyst_server.log_path.read_text()
 
@@ -271,45 +238,24 @@ def test_the_server_log_never_holds_the_keys_of_logins(
         assert secret not in log_text
 
 
-def test_a_team_key_reads_and_describes_every_table(
+def test_a_team_key_reads_and_describes_a_public_feeds_table(
     landing: Landing, analyst_server: AnalystServer, team_key: Callable[[str], str]
 ) -> None:
     key = team_key("marketing")
     name = landing.table.split(".", 1)[1]
 
-    tables = {row[1] for row in _thrift_rows(analyst_server.port, "SHOW TABLES IN bronze", key=key)}
+    tables = {row[1] for row in thrift_rows(analyst_server.port, "SHOW TABLES IN bronze", key=key)}
     columns = {
-        row[0] for row in _thrift_rows(analyst_server.port, f"DESCRIBE {landing.table}", key=key)
+        row[0] for row in thrift_rows(analyst_server.port, f"DESCRIBE {landing.table}", key=key)
     }
-    explained = _thrift_rows(analyst_server.port, f"EXPLAIN SELECT * FROM {landing.table}", key=key)
+    explained = thrift_rows(analyst_server.port, f"EXPLAIN SELECT * FROM {landing.table}", key=key)
 
     assert name in tables
     assert {"view_id", "url", "_hub_offset"} <= columns
     assert "Scan" in explained[0][0]
 
 
-# Each statement with the kind of statement the refusal names.
-_WRITES = {
-    "drop-table": ("DROP TABLE {table}", "DROP TABLE"),
-    "insert": ("INSERT INTO {table} SELECT * FROM {table} LIMIT 1", "INSERT INTO"),
-    "delete": ("DELETE FROM {table}", "DELETE FROM"),
-    "create-table": ("CREATE TABLE bronze.made_by_an_analyst (a INT) USING delta", "CREATE"),
-    "alter-table": (
-        "ALTER TABLE {table} SET TBLPROPERTIES ('taken_by' = 'marketing')",
-        "ALTER TABLE SET TBLPROPERTIES",
-    ),
-    "optimize": ("OPTIMIZE {table}", "OPTIMIZE"),
-    "set": ("SET spark.sql.variable.substitute=true", "SET of a value"),
-    "reflect": ("SELECT reflect('java.lang.System', 'getenv', 'PATH')", "reflect"),
-    "cache": ("CACHE TABLE {table}", "CACHE TABLE"),
-    "write-a-directory": (
-        "INSERT OVERWRITE LOCAL DIRECTORY '/tmp/hub-analyst-out' USING text SELECT 'a'",
-        "DIR",
-    ),
-}
-
-
-@pytest.mark.parametrize(("statement", "kind"), list(_WRITES.values()), ids=list(_WRITES))
+@pytest.mark.parametrize(("statement", "kind"), list(WRITES.values()), ids=list(WRITES))
 def test_a_team_key_cannot_change_any_table(
     landing: Landing,
     analyst_server: AnalystServer,
@@ -326,15 +272,15 @@ def test_a_team_key_cannot_change_any_table(
         before = 2
 
     with pytest.raises(REFUSED, match="read-only") as refused:
-        _thrift_rows(analyst_server.port, statement.format(table=landing.table), key=key)
+        thrift_rows(analyst_server.port, statement.format(table=landing.table), key=key)
 
     assert kind in str(refused.value)
     # The table is still there, with the rows the loader landed and its own properties.
     assert _thrift_count(analyst_server.port, landing.table, key=key) == before
     assert live_count(spark, landing.table) == before
-    properties = _thrift_rows(analyst_server.port, f"SHOW TBLPROPERTIES {landing.table}", key=key)
+    properties = thrift_rows(analyst_server.port, f"SHOW TBLPROPERTIES {landing.table}", key=key)
     assert "taken_by" not in {row[0] for row in properties}
-    tables = {row[1] for row in _thrift_rows(analyst_server.port, "SHOW TABLES IN bronze", key=key)}
+    tables = {row[1] for row in thrift_rows(analyst_server.port, "SHOW TABLES IN bronze", key=key)}
     assert "made_by_an_analyst" not in tables
 
 
@@ -342,7 +288,7 @@ def test_a_team_key_cannot_read_the_servers_files_as_tables(
     analyst_server: AnalystServer, team_key: Callable[[str], str]
 ) -> None:
     with pytest.raises(REFUSED, match=r"TABLE_OR_VIEW_NOT_FOUND|UNSUPPORTED_DATASOURCE"):
-        _thrift_rows(
+        thrift_rows(
             analyst_server.port, "SELECT * FROM text.`/etc/hostname`", key=team_key("marketing")
         )
 
@@ -356,7 +302,7 @@ def test_hub_sql_reads_a_table_while_the_loader_keeps_landing(
 
     result = subprocess.run(
         [sys.executable, "-m", "hub_cli.main", "sql", f"SELECT count(*) AS n FROM {landing.table}"],
-        env=_analyst_env(landing.settings),
+        env=analyst_env(landing.settings),
         capture_output=True,
         text=True,
         timeout=300,
@@ -371,46 +317,7 @@ def test_hub_sql_reads_a_table_while_the_loader_keeps_landing(
     assert landing.query.isActive
 
 
-# Statements that would reach the server's process, its files or its environment, each with
-# what the refusal names.
-_ESCAPES = {
-    "script-transformation": ("SELECT TRANSFORM('a') USING 'id' AS (o STRING)", "TRANSFORM"),
-    "script-reading-the-environment": (
-        "SELECT TRANSFORM(view_id) USING 'cat /proc/self/environ' AS (o STRING) FROM {table}",
-        "TRANSFORM",
-    ),
-    "java-method": ("SELECT java_method('java.lang.System', 'getenv', 'PATH')", "java_method"),
-    "try-reflect": ("SELECT try_reflect('java.lang.System', 'getenv', 'HOME')", "reflect"),
-    "reflection-in-a-subquery": (
-        "SELECT * FROM {table} WHERE url = (SELECT reflect('java.lang.System', 'getenv', 'HOME'))",
-        "reflect",
-    ),
-    "reflection-behind-a-cte": (
-        "WITH q AS (SELECT java_method('java.lang.System', 'exit', 0)) SELECT * FROM q",
-        "java_method",
-    ),
-    "temporary-view-hiding-a-script": (
-        "CREATE TEMPORARY VIEW hidden AS SELECT TRANSFORM('a') USING 'id' AS (o STRING)",
-        "TRANSFORM",
-    ),
-    "temporary-function": (
-        "CREATE TEMPORARY FUNCTION f AS 'org.apache.hadoop.hive.ql.udf.UDFReflect'",
-        "CREATE FUNCTION",
-    ),
-    "temporary-view-over-a-file": (
-        "CREATE TEMPORARY VIEW etc USING text OPTIONS (path '/etc/hostname')",
-        "CREATE TEMP VIEW USING",
-    ),
-    "file-names-of-a-table": ("SELECT input_file_name() FROM {table}", "input_file_name"),
-    "xml-entities": ("SELECT xpath('<a><b>1</b></a>', 'a/b')", "xpath"),
-    "execute-immediate": (
-        "EXECUTE IMMEDIATE 'SELECT reflect(\\'java.lang.System\\', \\'getenv\\', \\'PATH\\')'",
-        "reflect",
-    ),
-}
-
-
-@pytest.mark.parametrize(("statement", "construct"), list(_ESCAPES.values()), ids=list(_ESCAPES))
+@pytest.mark.parametrize(("statement", "construct"), list(ESCAPES.values()), ids=list(ESCAPES))
 def test_a_statement_that_would_reach_the_server_itself_is_refused_naming_the_construct(
     landing: Landing,
     analyst_server: AnalystServer,
@@ -419,7 +326,7 @@ def test_a_statement_that_would_reach_the_server_itself_is_refused_naming_the_co
     construct: str,
 ) -> None:
     with pytest.raises(REFUSED, match="read-only") as refused:
-        _thrift_rows(
+        thrift_rows(
             analyst_server.port, statement.format(table=landing.table), key=team_key("marketing")
         )
 
@@ -431,27 +338,7 @@ def test_a_statement_that_would_reach_the_server_itself_is_refused_naming_the_co
     assert "/root" not in message
 
 
-# What analysts run every day: each must still run through the guard.
-_QUERIES = [
-    "SELECT device, count(*), avg(duration_ms), max(url) FROM {table} GROUP BY device",
-    "SELECT a.view_id FROM {table} a JOIN {table} b ON a.view_id = b.view_id "
-    "WHERE a.duration_ms >= 0",
-    "SELECT view_id, row_number() OVER (PARTITION BY device ORDER BY duration_ms DESC) "
-    "FROM {table}",
-    "WITH v AS (SELECT * FROM {table} WHERE duration_ms >= 0) "
-    "SELECT count(DISTINCT user_id) FROM v",
-    "SELECT upper(url), coalesce(device, 'none'), date_trunc('HOUR', _hub_timestamp), "
-    "CASE WHEN duration_ms BETWEEN 0 AND 100 THEN 'short' ELSE 'long' END FROM {table} LIMIT 5",
-    "SELECT device, count(*) FROM {table} GROUP BY ROLLUP(device) ORDER BY 2 DESC LIMIT 3",
-    "SELECT * FROM {table} WHERE view_id IN (SELECT view_id FROM {table} LIMIT 3)",
-    "DESCRIBE EXTENDED {table}",
-    "DESCRIBE HISTORY {table}",
-    "SHOW TABLES IN bronze",
-    "SHOW DATABASES",
-]
-
-
-@pytest.mark.parametrize("query", _QUERIES)
+@pytest.mark.parametrize("query", QUERIES)
 def test_an_analysts_ordinary_query_runs_through_the_guard(
     landing: Landing,
     analyst_server: AnalystServer,
@@ -463,28 +350,15 @@ def test_an_analysts_ordinary_query_runs_through_the_guard(
         landing.publish_views(3)
         _wait_for_rows(spark, landing.table, 3)
 
-    rows = _thrift_rows(
+    rows = thrift_rows(
         analyst_server.port, query.format(table=landing.table), key=team_key("marketing")
     )
 
     assert rows
 
 
-_SESSION_SETTINGS = {
-    "variable-substitution": ("set:hiveconf:spark.sql.variable.substitute", "true"),
-    "login-provider": (
-        "set:system:hive.server2.custom.authentication.class",
-        "org.apache.hive.service.auth.AnonymousAuthenticationProviderImpl",
-    ),
-    "key-check-url": ("set:system:hub.analyst.api.url", "http://127.0.0.1:9/"),
-    "a-spark-setting": ("spark.sql.runSQLOnFiles", "true"),
-    "a-variable": ("set:hivevar:home", "${env:HOME}"),
-    "a-schema-that-is-not-a-name": ("use:database", "bronze; DROP TABLE x"),
-}
-
-
 @pytest.mark.parametrize(
-    ("name", "value"), list(_SESSION_SETTINGS.values()), ids=list(_SESSION_SETTINGS)
+    ("name", "value"), list(SESSION_SETTINGS.values()), ids=list(SESSION_SETTINGS)
 )
 def test_a_session_cannot_change_the_servers_settings_when_it_opens(
     landing: Landing, analyst_server: AnalystServer, name: str, value: str
@@ -492,13 +366,13 @@ def test_a_session_cannot_change_the_servers_settings_when_it_opens(
     with pytest.raises(
         HiveServer2Error, match=r"refuses the (value of the )?session setting"
     ) as refused:
-        _thrift_rows(analyst_server.port, "SELECT 1", key=landing.key, settings={name: value})
+        thrift_rows(analyst_server.port, "SELECT 1", key=landing.key, settings={name: value})
     assert name in str(refused.value)
 
     # The login check is as it was: a password that is not a key is still refused.
     with pytest.raises(TTransportException, match="Error validating the login"):
-        _thrift_rows(analyst_server.port, "SELECT 1", key="not-a-key")
-    assert _thrift_rows(analyst_server.port, "SELECT '${env:HOME}'", key=landing.key) == [
+        thrift_rows(analyst_server.port, "SELECT 1", key="not-a-key")
+    assert thrift_rows(analyst_server.port, "SELECT '${env:HOME}'", key=landing.key) == [
         ("${env:HOME}",)
     ]
 
@@ -506,7 +380,7 @@ def test_a_session_cannot_change_the_servers_settings_when_it_opens(
 def test_a_session_may_start_in_a_schema_of_its_choice(
     landing: Landing, analyst_server: AnalystServer
 ) -> None:
-    rows = _thrift_rows(
+    rows = thrift_rows(
         analyst_server.port,
         "SELECT current_database()",
         key=landing.key,
@@ -520,20 +394,20 @@ def test_a_statement_past_the_time_limit_is_cancelled_with_an_error_that_says_so
     landing: Landing, analyst_server: AnalystServer
 ) -> None:
     with pytest.raises(OperationalError, match="time limit") as refused:
-        _thrift_rows(
+        thrift_rows(
             analyst_server.port, "SELECT count(*) FROM range(1000000000000)", key=landing.key
         )
 
     assert f"{STATEMENT_TIMEOUT_S}s" in str(refused.value)
     # The server is free again: the cancelled statement's tasks stopped.
-    assert _thrift_rows(analyst_server.port, "SELECT 1", key=landing.key) == [(1,)]
+    assert thrift_rows(analyst_server.port, "SELECT 1", key=landing.key) == [(1,)]
 
 
 def test_a_result_larger_than_the_limit_fails_instead_of_filling_the_server(
     landing: Landing, analyst_server: AnalystServer
 ) -> None:
     with pytest.raises(OperationalError, match=r"spark\.driver\.maxResultSize"):
-        _thrift_rows(
+        thrift_rows(
             analyst_server.port,
             # About 19 MB of hashes, which compress to well over the server's 4 MB.
             "SELECT id, sha2(cast(id AS STRING), 512), sha2(cast(id + 1 AS STRING), 512), "
@@ -541,4 +415,131 @@ def test_a_result_larger_than_the_limit_fails_instead_of_filling_the_server(
             key=landing.key,
         )
 
-    assert _thrift_rows(analyst_server.port, "SELECT 1", key=landing.key) == [(1,)]
+    assert thrift_rows(analyst_server.port, "SELECT 1", key=landing.key) == [(1,)]
+
+
+def _land_private(landing: Landing, spark: SparkSession) -> None:
+    """Make sure both feeds' tables exist and hold rows."""
+    if live_count(spark, landing.private_table) == 0:
+        landing.publish_private(3)
+        _wait_for_rows(spark, landing.private_table, 3)
+    if live_count(spark, landing.table) == 0:
+        landing.publish_views(3)
+        _wait_for_rows(spark, landing.table, 3)
+
+
+def _reads(port: int, table: str, key: str) -> bool:
+    """Whether `key` reads `table` now; False when the server refuses it for read grants."""
+    try:
+        return bool(thrift_rows(port, f"SELECT count(*) FROM {table}", key=key))
+    except REFUSED as refused:
+        assert "may not read" in str(refused), refused
+        return False
+
+
+def test_a_restricted_feeds_table_is_read_by_its_owner_the_teams_it_grants_and_admins(
+    landing: Landing,
+    analyst_server: AnalystServer,
+    team_key: Callable[[str], str],
+    admin_key: str,
+    spark: SparkSession,
+) -> None:
+    _land_private(landing, spark)
+    port, table, topic = analyst_server.port, landing.private_table, landing.private_topic
+    marketing = team_key("marketing")
+    statement = f"SELECT count(*) FROM {table}"
+
+    assert thrift_rows(port, statement, key=landing.private_key)[0][0] >= 3
+    assert thrift_rows(port, statement, key=admin_key)[0][0] >= 3
+    with pytest.raises(REFUSED, match="Team marketing may not read") as refused:
+        thrift_rows(port, statement, key=marketing)
+    assert f"'{topic}' (team {FINANCE})" in str(refused.value)
+    assert "hub feed grant <topic> marketing" in str(refused.value)
+    # The login's user name is free: only the key says whose grants apply.
+    with pytest.raises(REFUSED, match="may not read"):
+        thrift_rows(port, statement, key=marketing, user=FINANCE)
+
+    # A grant takes effect within the server's few seconds of caching, and so does a revocation.
+    readers = f"{landing.api_url}/v1/feeds/{topic}/readers/marketing"
+    granted = httpx.put(readers, headers=bearer(landing.private_key), timeout=30)
+    assert granted.status_code == 200, granted.text
+    try:
+        wait_until(lambda: _reads(port, table, marketing), timeout_s=30, what="the grant")
+    finally:
+        revoked = httpx.delete(readers, headers=bearer(landing.private_key), timeout=30)
+        assert revoked.status_code == 200, revoked.text
+    wait_until(lambda: not _reads(port, table, marketing), timeout_s=30, what="the revocation")
+
+
+@pytest.mark.parametrize("statement", list(HIDDEN_READS.values()), ids=list(HIDDEN_READS))
+def test_no_statement_reaches_a_restricted_feeds_table_without_a_grant(
+    landing: Landing,
+    analyst_server: AnalystServer,
+    team_key: Callable[[str], str],
+    spark: SparkSession,
+    statement: str,
+) -> None:
+    _land_private(landing, spark)
+    text = statement.format(public=landing.table, private=landing.private_table)
+
+    with pytest.raises(REFUSED, match=f"Team marketing may not read {landing.private_table}"):
+        thrift_rows(analyst_server.port, text, key=team_key("marketing"))
+    # The owner runs the same statement.
+    thrift_rows(analyst_server.port, text, key=landing.private_key, fetch="VIEW" not in text)
+
+
+def test_names_of_restricted_tables_are_listed_to_every_team(
+    landing: Landing, analyst_server: AnalystServer, team_key: Callable[[str], str]
+) -> None:
+    listed = thrift_rows(analyst_server.port, "SHOW TABLES IN bronze", key=team_key("marketing"))
+
+    assert landing.private_table.split(".", 1)[1] in {row[1] for row in listed}
+
+
+def test_a_table_that_names_no_feed_is_read_by_admins_only(
+    landing: Landing,
+    analyst_server: AnalystServer,
+    team_key: Callable[[str], str],
+    admin_key: str,
+    spark: SparkSession,
+) -> None:
+    table = "default.made_beside_the_loader"
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {table} USING delta AS SELECT 1 AS a")
+
+    with pytest.raises(REFUSED, match=f"Only admins read {table}: it names no feed"):
+        thrift_rows(analyst_server.port, f"SELECT * FROM {table}", key=team_key("marketing"))
+    assert thrift_rows(analyst_server.port, f"SELECT * FROM {table}", key=admin_key) == [(1,)]
+
+
+def test_hub_sql_with_a_key_reads_what_the_key_may_and_nothing_else(
+    landing: Landing,
+    analyst_server: AnalystServer,
+    team_key: Callable[[str], str],
+    spark: SparkSession,
+) -> None:
+    _land_private(landing, spark)
+    env = {
+        **analyst_env(landing.settings),
+        "HUB_ANALYST_PORT": str(analyst_server.port),
+        "HUB_API_KEY": team_key("marketing"),
+    }
+
+    def hub_sql(statement: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "hub_cli.main", "sql", statement],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    public = hub_sql(f"SELECT count(*) AS n FROM {landing.table}")
+    private = hub_sql(f"SELECT count(*) AS n FROM {landing.private_table}")
+    script = hub_sql("SELECT TRANSFORM('a') USING 'id' AS (o STRING)")
+
+    assert public.returncode == 0, public.stderr[-3000:]
+    assert re.search(r"\|\s*n\s*\|", public.stdout), public.stdout
+    assert private.returncode == 2
+    assert "42272" in private.stderr and "Team marketing may not read" in private.stderr
+    assert script.returncode == 2 and "TRANSFORM" in script.stderr

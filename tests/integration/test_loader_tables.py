@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from spark_loaders.comments import set_table_comment
-from spark_loaders.tables import DeltaTables
+from spark_loaders.tables import FEEDS_PROPERTY, DeltaTables, catalog_properties
 
 pytestmark = pytest.mark.integration
 
@@ -53,3 +53,27 @@ def test_a_table_without_widening_or_comment_says_so_and_a_missing_one_is_none(
     assert state.type_widening is False
     assert [f.name for f in state.schema.fields] == ["id", "page", "day"]
     assert DeltaTables(spark).state(f"{table}_missing") is None
+
+
+def test_a_table_carries_the_feed_of_its_rows_from_its_creation_and_an_older_one_is_stamped(
+    spark: Any,
+) -> None:
+    tables = DeltaTables(spark)
+    new = f"bronze.tables_{uuid.uuid4().hex[:8]}"
+    rows = spark.range(2).selectExpr("id", "current_date() AS _hub_ingest_date")
+    older = _table(spark, type_widening=False)
+
+    tables.append(rows, new, app_id="t", version=0, partitioned=True, feed="shop.orders")
+    tables.append(
+        spark.range(1).selectExpr("id", "'x' AS page", "current_date() AS day"),
+        older,
+        app_id="t",
+        version=0,
+        partitioned=False,
+        feed="shop.pages",
+    )
+
+    # The analysts' server applies read grants by this property (docs/security.md).
+    assert catalog_properties(spark, new)[FEEDS_PROPERTY] == "shop.orders"
+    assert catalog_properties(spark, older)[FEEDS_PROPERTY] == "shop.pages"
+    assert DeltaTables(spark).state(older).feeds == "shop.pages"  # type: ignore[union-attr]

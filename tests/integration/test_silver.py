@@ -17,6 +17,7 @@ from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.changes import UNAVAILABLE_VALUE, ChangelogSpec
 from spark_loaders.silver.keys import discover
 from spark_loaders.silver.loader import SilverLoader
+from spark_loaders.tables import FEEDS_PROPERTY, catalog_properties, stamp_feeds
 from tests.support.changelog import ChangeLog
 from tests.support.loader import register
 
@@ -242,3 +243,17 @@ def test_a_loader_follows_the_changelog_tables_of_its_own_topics_only(
 
 def _suffix(topic: str) -> str:
     return table_suffix(TopicName(topic))
+
+
+def test_silver_tables_carry_the_feeds_of_their_bronze_table(spark: SparkSession) -> None:
+    spec, log = _spec(spark)
+    loader = SilverLoader(spark, spec, checkpoint_dir="/unused")
+    loader._ensure_tables()  # bronze names no feed yet: silver names none either
+    assert FEEDS_PROPERTY not in catalog_properties(spark, spec.current_table)
+
+    stamp_feeds(spark, spec.bronze_table, ["shop.customers"])
+    event = log.event("c", lsn=1, ts_ms=1000, after=_c(1, "Ann", "a@x"))
+    loader.apply(log.frame(spark, [event]), 1)
+
+    for table in (spec.current_table, spec.history_table):
+        assert catalog_properties(spark, table)[FEEDS_PROPERTY] == "shop.customers"

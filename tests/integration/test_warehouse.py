@@ -30,6 +30,7 @@ from hub_core.naming import TopicName, table_suffix
 from spark_loaders.lineage import USER_METADATA_CONF, delta_table_id
 from spark_loaders.silver.changes import ChangelogSpec
 from spark_loaders.silver.loader import SilverLoader
+from spark_loaders.tables import FEEDS_PROPERTY, catalog_properties
 from spark_loaders.warehouse import WarehouseBuilder, parse_model
 from spark_loaders.warehouse.build import BuildStopped
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
@@ -145,6 +146,12 @@ def test_late_dimension_rows_complete_inferred_members_and_facts_follow_versions
     shop.order("o2", 2, "B", 160)  # customer 2 and product B are not known yet
     shop.order("o3", None, "A", 170)  # no customer: the unknown member
     builder.build()
+
+    # Each gold table names the feeds it is built from: read grants follow the strictest.
+    fact_feeds = catalog_properties(spark, f"gold.fact_{shop.domain}_orders")[FEEDS_PROPERTY]
+    dim_feeds = catalog_properties(spark, f"gold.dim_{shop.domain}_customer")[FEEDS_PROPERTY]
+    assert fact_feeds == ",".join(f"{shop.domain}.{t}" for t in ("customers", "orders", "products"))
+    assert dim_feeds == f"{shop.domain}.customers"
 
     assert shop.rows("customer", customer) == [
         (-1, None, None, None, start, None, True, False),

@@ -127,7 +127,7 @@ def test_signing_in_sets_only_a_session_id_in_a_strict_cookie_never_the_key(
     assert "Path=/console" in session and "SameSite=strict" in session
     assert f"Max-Age={8 * 3600}" in session
     assert console.key not in " ".join(cookies)
-    secret = console.key.rsplit("_", 1)[1]
+    secret = console.key.split("_", 2)[2]  # the secret may hold `_` itself
     assert all(secret not in value for value in answer.headers.values())
     assert [s.principal.key_id for s in console.store.list()] == [console.key_id]
     page = browser.get("/console/feeds/shop.missing")

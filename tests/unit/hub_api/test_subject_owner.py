@@ -9,7 +9,7 @@ from catalog.types import Feed, FeedKind, TeamName
 from hub_api.auth import subject_owner
 from publish.feeds import FeedService
 from registry.errors import InvalidSchemaId, InvalidVersion
-from registry.service import MAX_IMPORTED_SCHEMA_ID, check_explicit_id
+from registry.limits import MAX_IMPORTED_SCHEMA_ID, check_explicit_id
 
 pytestmark = pytest.mark.unit
 

@@ -15,7 +15,7 @@ from hub_core.naming import (
     topic_name,
     value_subject,
 )
-from registry.service import MAX_SUBJECT_LENGTH
+from registry.limits import MAX_SUBJECT_LENGTH
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ import pytest
 
 from hub_core.errors import ErrorCode
 from registry.errors import InvalidSubject
-from registry.service import MAX_SUBJECT_LENGTH, parse_subject
+from registry.limits import MAX_SUBJECT_LENGTH, parse_subject
 
 pytestmark = pytest.mark.unit
 

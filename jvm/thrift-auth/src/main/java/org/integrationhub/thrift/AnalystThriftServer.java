@@ -1,8 +1,10 @@
 package org.integrationhub.thrift;
 
 import java.lang.reflect.Method;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.WeakHashMap;
 import org.apache.hadoop.hive.common.ServerUtils;
 import org.apache.hadoop.hive.conf.HiveConf;
 import org.apache.hive.service.Service;
@@ -11,6 +13,8 @@ import org.apache.hive.service.cli.CLIService;
 import org.apache.hive.service.cli.HiveSQLException;
 import org.apache.hive.service.cli.SessionHandle;
 import org.apache.hive.service.cli.thrift.ThriftBinaryCLIService;
+import org.apache.hive.service.rpc.thrift.TCloseSessionReq;
+import org.apache.hive.service.rpc.thrift.TCloseSessionResp;
 import org.apache.hive.service.rpc.thrift.TExecuteStatementReq;
 import org.apache.hive.service.rpc.thrift.TExecuteStatementResp;
 import org.apache.hive.service.rpc.thrift.TGetOperationStatusReq;
@@ -36,8 +40,10 @@ import org.slf4j.LoggerFactory;
  * <p>Spark's {@code HiveThriftServer2.startWithContext} builds the server's services itself; this
  * class builds the same ones, in the same order, except that the Thrift service is {@link
  * GuardedThriftService}, which refuses session and statement settings outside {@link
- * SessionSettings} before HiveServer2 applies any of them. Building the server here rather than
- * patching a started one means there is no moment when the unguarded door is open.
+ * SessionSettings} before HiveServer2 applies any of them, keeps each session's {@link Login},
+ * and runs a statement only when {@link StatementAllowlist} allows it for that login. Building
+ * the server here rather than patching a started one means there is no moment when the
+ * unguarded door is open.
  */
 public final class AnalystThriftServer {
 
@@ -98,6 +104,9 @@ public final class AnalystThriftServer {
     private final ClassLoader jarClassLoader;
     private final String statementTimeout;
 
+    /** Each open session's login; a session gone is dropped with its Spark session. */
+    private final Map<SparkSession, Login> logins = Collections.synchronizedMap(new WeakHashMap<>());
+
     GuardedThriftService(
         CLIService cliService, ClassLoader jarClassLoader, String statementTimeout) {
       super(cliService);
@@ -131,9 +140,21 @@ public final class AnalystThriftServer {
 
     @Override
     public TOpenSessionResp OpenSession(TOpenSessionReq request) throws TException {
+      // The connection's login, made on this thread just before (HubKeyAuthenticator).
+      Login login = HubKeyAuthenticator.takeLogin();
       String refused = SessionSettings.refusal(request.getConfiguration());
+      if (refused == null && login == null && HubKeyAuthenticator.configured()) {
+        refused = "The analysts' server cannot tell who logged in; connect again.";
+      }
       if (refused == null) {
-        return openWithSchema(request);
+        TOpenSessionResp response = openWithSchema(request);
+        if (response.getSessionHandle() != null) {
+          SparkSession session = sessionOf(new SessionHandle(response.getSessionHandle()));
+          if (session != null && login != null) {
+            logins.put(session, login);
+          }
+        }
+        return response;
       }
       AnalystThriftServer.LOG.warn("refused a session of user '{}': {}", printable(request.getUsername()), refused);
       TOpenSessionResp response = new TOpenSessionResp();
@@ -148,10 +169,12 @@ public final class AnalystThriftServer {
       String refused = SessionSettings.refusal(request.getConfOverlay());
       if (refused == null) {
         SparkSession session = sessionOf(new SessionHandle(request.getSessionHandle()));
-        refused =
-            session == null
-                ? "The analysts' server does not know this session; open a new connection."
-                : StatementAllowlist.refusal(session, request.getStatement());
+        Login login = session == null ? null : logins.get(session);
+        if (session == null || (login == null && HubKeyAuthenticator.configured())) {
+          refused = "The analysts' server does not know this session; open a new connection.";
+        } else {
+          refused = StatementAllowlist.refusal(session, request.getStatement(), login);
+        }
       }
       if (refused == null) {
         return super.ExecuteStatement(request);
@@ -159,6 +182,15 @@ public final class AnalystThriftServer {
       TExecuteStatementResp response = new TExecuteStatementResp();
       response.setStatus(HiveSQLException.toTStatus(new HiveSQLException(refused, "42000")));
       return response;
+    }
+
+    @Override
+    public TCloseSessionResp CloseSession(TCloseSessionReq request) throws TException {
+      SparkSession session = sessionOf(new SessionHandle(request.getSessionHandle()));
+      if (session != null) {
+        logins.remove(session);
+      }
+      return super.CloseSession(request);
     }
 
     /**

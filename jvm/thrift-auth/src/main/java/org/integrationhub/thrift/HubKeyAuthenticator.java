@@ -35,6 +35,12 @@ import org.slf4j.LoggerFactory;
  * the server starts; a second call is refused, and the settings, cache and HTTP client are static
  * because an instance lives for one login only.
  *
+ * <p>Who logged in is handed to the session the connection opens next: HiveServer2 checks a
+ * connection's login (SASL) and then serves all its calls on one worker thread, so {@link
+ * #Authenticate} leaves the {@link Login} on that thread and {@link #takeLogin}, called when the
+ * connection opens its session, takes it ({@link AnalystThriftServer}). Every connection logs in
+ * before any call, so a thread never serves a call with an earlier connection's login.
+ *
  * <p>The key never reaches a log line or an error message; the cache keeps only its SHA-256.
  */
 public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
@@ -51,8 +57,14 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
   /** The roles of `GET /v1/whoami` whose keys may log in: people's keys, not the loader's. */
   private static final java.util.Set<String> LOGIN_ROLES = java.util.Set.of("team", "admin");
 
-  /** SHA-256 of each verified key, hex, to the {@link System#nanoTime()} it expires at. */
-  private static final Map<String, Long> VERIFIED = new ConcurrentHashMap<>();
+  /** A verified key: whom it belongs to, and the {@link System#nanoTime()} it expires at. */
+  private record Verified(long expires, String team, boolean admin, String keyId) {}
+
+  /** SHA-256 of each verified key, hex, to what the API said of it. */
+  private static final Map<String, Verified> VERIFIED = new ConcurrentHashMap<>();
+
+  /** The login this thread's connection made; taken when the connection opens its session. */
+  private static final ThreadLocal<Login> LOGIN = new ThreadLocal<>();
 
   private static volatile Settings settings;
 
@@ -81,11 +93,45 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
     settings = new Settings(whoami, timeout, Duration.ofSeconds(cacheSeconds), client);
   }
 
+  /** Whether {@link #configure} ran: logins then need keys, and sessions their logins. */
+  static boolean configured() {
+    return settings != null;
+  }
+
+  /** The login this thread's connection made, or null; it is cleared. */
+  static Login takeLogin() {
+    Login login = LOGIN.get();
+    LOGIN.remove();
+    return login;
+  }
+
+  /**
+   * GET `path` (with its query) of the hub API with `key`, within the configured time limit.
+   *
+   * @throws IOException when the API cannot be reached or the provider is not configured
+   */
+  static HttpResponse<String> get(String path, String key)
+      throws IOException, InterruptedException {
+    Settings current = settings;
+    if (current == null) {
+      throw new IOException("the hub API's address is not configured");
+    }
+    HttpRequest request =
+        HttpRequest.newBuilder(current.whoami().resolve(path))
+            .timeout(current.timeout())
+            .header("Authorization", "Bearer " + key)
+            .header("Accept", "application/json")
+            .GET()
+            .build();
+    return current.client().send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+  }
+
   /** HiveServer2 constructs the provider by reflection, with no arguments. */
   public HubKeyAuthenticator() {}
 
   @Override
   public void Authenticate(String user, String password) throws AuthenticationException {
+    LOGIN.remove();
     String who = printable(user);
     if (password == null || password.isBlank()) {
       LOG.warn("refused a login of user '{}': no password (a hub API key is needed)", who);
@@ -93,9 +139,10 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
           "No password: give a hub API key as the password (beeline -p, JDBC password).");
     }
     String digest = sha256(password);
-    Long expires = VERIFIED.get(digest);
-    if (expires != null && expires - System.nanoTime() > 0) {
+    Verified known = VERIFIED.get(digest);
+    if (known != null && known.expires() - System.nanoTime() > 0) {
       LOG.debug("user '{}' logged in with a recently verified key", who);
+      LOGIN.set(new Login(known.team(), known.admin(), known.keyId(), password));
       return;
     }
     VERIFIED.remove(digest);
@@ -117,12 +164,15 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
       throw new AuthenticationException(
           "This key's role ('" + role + "') may not log in here. Use a team or admin key.");
     }
-    remember(current, digest);
-    LOG.info(
-        "user '{}' logged in with key {} ({})",
-        who,
-        field(KEY_ID, body, "?"),
-        "admin".equals(role) ? "admin key" : "team " + field(TEAM, body, "?"));
+    boolean admin = "admin".equals(role);
+    String team = field(TEAM, body, null);
+    String keyId = field(KEY_ID, body, "?");
+    if (!admin && team == null) {
+      throw new AuthenticationException("The hub API named no team for this key; ask an admin.");
+    }
+    remember(current, digest, new Verified(0, team, admin, keyId));
+    LOGIN.set(new Login(team, admin, keyId, password));
+    LOG.info("user '{}' logged in with key {} ({})", who, keyId, admin ? "admin key" : "team " + team);
   }
 
   /** The API's answer about the key; throws unless the API knows it. */
@@ -178,11 +228,13 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
             + ". Try again later.");
   }
 
-  private static void remember(Settings current, String digest) {
+  private static void remember(Settings current, String digest, Verified verified) {
     if (VERIFIED.size() >= MAX_CACHED_KEYS) {
       VERIFIED.clear();
     }
-    VERIFIED.put(digest, System.nanoTime() + current.cacheTime().toNanos());
+    long expires = System.nanoTime() + current.cacheTime().toNanos();
+    VERIFIED.put(
+        digest, new Verified(expires, verified.team(), verified.admin(), verified.keyId()));
   }
 
   private static String sha256(String text) {

@@ -25,6 +25,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * need their own exceptions; checking the client's statement itself needs none, and a statement
  * that reaches Spark without passing here does not exist. The price is a second analysis of each
  * statement (docs/security.md gives the measured cost).
+ *
+ * <p>A statement that is allowed then reads only the tables its login may ({@link
+ * TableReadPolicy}).
  */
 public final class StatementAllowlist {
 
@@ -33,13 +36,18 @@ public final class StatementAllowlist {
 
   private StatementAllowlist() {}
 
+  /** Why `statement` may not run in `session`, or null when it may; read grants not checked. */
+  public static String refusal(SparkSession session, String statement) {
+    return refusal(session, statement, null);
+  }
+
   /**
-   * Why `statement` may not run in `session`, or null when it may.
+   * Why `statement` may not run in `session` for `login`, or null when it may.
    *
    * <p>A statement that does not parse or analyse is refused with Spark's own error, which names
    * the table or the syntax at fault: what cannot be checked does not run.
    */
-  public static String refusal(SparkSession session, String statement) {
+  static String refusal(SparkSession session, String statement, Login login) {
     LogicalPlan analysed;
     // As Spark's statement threads do: Delta and the other jars of `spark.jars` are found
     // through the session's jar class loader, not the Thrift worker thread's own.
@@ -53,6 +61,9 @@ public final class StatementAllowlist {
               .sessionState()
               .analyzer()
               .executeAndCheck(parsed, new QueryPlanningTracker(Option.empty()));
+      String refused = refusal(analysed);
+      // The catalog loads a table's properties through the same class loader.
+      return refused != null ? refused : TableReadPolicy.refusal(session, login, analysed);
     } catch (AnalysisException e) {
       // Without the plan, which Spark appends to the message and which names storage paths.
       return e.getSimpleMessage();
@@ -62,7 +73,6 @@ public final class StatementAllowlist {
     } finally {
       thread.setContextClassLoader(before);
     }
-    return refusal(analysed);
   }
 
   /** Why `plan` may not run, or null when every part of it is allowed. */
