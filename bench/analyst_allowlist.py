@@ -32,6 +32,7 @@ from bench.servers import local_loader_settings  # noqa: E402
 from spark_loaders.analyst import thrift_conf  # noqa: E402
 from spark_loaders.analyst_settings import AnalystAuth, AnalystSettings  # noqa: E402
 from spark_loaders.session import spark_session  # noqa: E402
+from spark_loaders.tables import stamp_feeds  # noqa: E402
 
 STATEMENTS = {
     "point query": "SELECT * FROM bench.views WHERE view_id = 42",
@@ -58,8 +59,12 @@ STATEMENTS = {
 }
 
 
-def prepare(home: Path, rows: int) -> None:
-    """Write the two tables, in a session of the loader's kind: the analysts' one cannot."""
+def prepare(home: Path, rows: int, feeds: dict[str, str] | None = None) -> None:
+    """Write the two tables, in a session of the loader's kind: the analysts' one cannot.
+
+    `feeds` gives a table ({"bench.views": "sales.views"}) the feed it is built from, as the
+    loader would (`hub.feeds`).
+    """
     settings = local_loader_settings(home, registry_url="http://127.0.0.1:1")
     with spark_session(settings, app_name="bench-analyst-allowlist-tables") as spark:
         spark.sql("CREATE DATABASE bench")
@@ -73,6 +78,8 @@ def prepare(home: Path, rows: int) -> None:
             [("mobile", "Phone"), ("desktop", "Desktop"), ("tablet", "Tablet")],
             "device STRING, name STRING",
         ).write.format("delta").saveAsTable("bench.devices")
+        for table, feed in (feeds or {}).items():
+            stamp_feeds(spark, table, [feed])
 
 
 def main() -> None:

@@ -34,8 +34,8 @@ sys.path.insert(0, str(REPO))
 from confluent_kafka import Producer  # noqa: E402
 
 from bench.servers import print_peak_rss  # noqa: E402
+from connectors.garbage_collection import settle_garbage_collector  # noqa: E402
 from connectors.settings import ConnectSettings  # noqa: E402
-from connectors.worker import settle_garbage_collector  # noqa: E402
 from hub_kafka.admin import TopicAdmin  # noqa: E402
 from hub_kafka.local_broker import LocalBroker  # noqa: E402
 from hub_kafka.producer import BatchProducer, EncodedRecord, FeedProducer  # noqa: E402
@@ -162,7 +162,7 @@ def main() -> None:
             name: [(topic, f"k{n}".encode(), VALUE, None, None) for n in range(args.records)]
             for name, topic in topics.items()
         }
-        # As a connector process collects garbage (`connectors.worker.settle_garbage_collector`):
+        # As a connector process collects garbage (`connectors.garbage_collection`):
         # the records built above left out of collections, the youngest generation larger.
         settle_garbage_collector(ConnectSettings())
         cpu_us: dict[str, list[float]] = {name: [] for name in WAYS}

@@ -270,12 +270,13 @@ def api_server(
     bootstrap_servers: str = NO_KAFKA,
     workers: int = 1,
     start_timeout_s: float = 60,
+    auth: str = "disabled",
 ) -> Iterator[ApiProcess]:
     """Migrate `database_url`, run `hub api serve` on it in its own process (with `workers`
     worker processes), stop it after.
 
-    Auth is off: the benchmarks measure the registry and the gateway, not key checks (which are
-    cached per key anyway).
+    Auth is off unless `auth` says `required`: most benchmarks measure the registry and the
+    gateway, not key checks (which are cached per key anyway).
     """
     from migrations import migrate
     from tests.support.api_server import spawn_api
@@ -288,7 +289,7 @@ def api_server(
         database_url=database_url,
         bootstrap_servers=bootstrap_servers,
         log=log,
-        auth="disabled",
+        auth=auth,
         workers=str(workers),
     )
     server = ApiProcess(base_url=url, pid=process.pid, log=log)

@@ -14,7 +14,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from connectors.base import ConnectorBase, SchemaOptions
-from connectors.logfile.config import LogField
+from connectors.logfile.layout import LogField
 from connectors.plugins import PLUGINS
 
 _HEADER = """# Connector configuration reference

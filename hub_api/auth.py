@@ -2,8 +2,10 @@
 
 import base64
 import binascii
+import threading
 from typing import Annotated
 
+from cachetools import TTLCache
 from fastapi import Depends, Request
 
 from catalog.teams import TeamStore, well_formed
@@ -11,7 +13,6 @@ from catalog.types import KeyRole, Principal, TeamName
 from hub_api.console_sessions import ConsoleSessions, in_console
 from hub_api.errors import Forbidden, Unauthenticated
 from hub_api.settings import ApiSettings, AuthMode
-from hub_core.ttl import TtlCache
 from publish.feeds import FeedService
 
 _ANONYMOUS_ADMIN = Principal(key_id="anonymous", team=None, admin=True)
@@ -20,7 +21,8 @@ PRINCIPAL_SCOPE_KEY = "hub.principal"
 
 
 # Answers remembered per worker, for known and for unknown keys apart: made-up keys, however
-# many, never push out the keys in use, and cost at most this many entries.
+# many, never push out the keys in use, and cost at most this many entries (past it, the least
+# recently used go first).
 MAX_REMEMBERED_KEYS = 10_000
 _MALFORMED = (
     "The Authorization header holds no API key of this hub. A key is `hub_`, 12 hex digits, "
@@ -41,34 +43,41 @@ class KeyVerifier:
     A token without a key's shape is refused before any lookup and never remembered, so a
     caller cannot make the hub read the database or hold memory with arbitrary text; only
     well-formed tokens are looked up, and each answer is kept in a bounded cache.
+
+    The event loop reads the caches and the thread pool fills them; cachetools caches are not
+    safe for threads (even a read reorders entries), so one lock guards both, held for a
+    dictionary operation and never while the database is read.
     """
 
     def __init__(
         self, teams: TeamStore, *, cache_seconds: float, max_entries: int = MAX_REMEMBERED_KEYS
     ) -> None:
         self._teams = teams
-        self._known: TtlCache[str, Principal] = TtlCache(cache_seconds, max_entries=max_entries)
-        self._unknown: TtlCache[str, bool] = TtlCache(cache_seconds, max_entries=max_entries)
+        self._known: TTLCache[str, Principal] = TTLCache(maxsize=max_entries, ttl=cache_seconds)
+        self._unknown: TTLCache[str, bool] = TTLCache(maxsize=max_entries, ttl=cache_seconds)
+        self._lock = threading.Lock()
 
     def cached(self, token: str) -> tuple[bool, Principal | None]:
         """Whether the answer for `token` is known without the database, and that answer;
         never waits on the database, so the event loop may call it."""
         if not well_formed(token):
             return True, None
-        principal = self._known.get(token)
-        if principal is not None:
-            return True, principal
-        return bool(self._unknown.get(token)), None
+        with self._lock:
+            principal = self._known.get(token)
+            if principal is not None:
+                return True, principal
+            return self._unknown.get(token, False), None
 
     def verify(self, token: str) -> Principal | None:
         known, principal = self.cached(token)
         if known:
             return principal
         principal = self._teams.verify(token)
-        if principal is None:
-            self._unknown.put(token, True)
-        else:
-            self._known.put(token, principal)
+        with self._lock:
+            if principal is None:
+                self._unknown[token] = True
+            else:
+                self._known[token] = principal
         return principal
 
 

@@ -139,17 +139,17 @@ def cli_variables(command: Any) -> set[str]:
     return found
 
 
-def unknown_names(names: Iterable[str], found: list[Component]) -> list[str]:
-    """`HUB_*` names no component reads."""
-    from hub_cli.main import app  # here: main imports this module
-
-    known = set(DIRECT_VARIABLES) | cli_variables(typer.main.get_command(app))
+def unknown_names(names: Iterable[str], found: list[Component], cli: Any) -> list[str]:
+    """`HUB_*` names no component reads and no option or argument of the command line `cli`
+    falls back to."""
+    known = set(DIRECT_VARIABLES) | cli_variables(cli)
     known = known.union(*(component.names() for component in found))
     return sorted(name for name in names if name.startswith("HUB_") and name not in known)
 
 
 @config_app.command("check")
 def config_check(
+    ctx: typer.Context,
     all_settings: Annotated[
         bool,
         typer.Option(
@@ -174,7 +174,8 @@ def config_check(
             for name in type(component.settings).model_fields:
                 mark = "*" if name in component.settings.model_fields_set else " "
                 typer.echo(f"{mark} {component.prefix}{name.upper()}={component.shown(name)}")
-    unknown = unknown_names(os.environ, found)
+    # The whole `hub` command line, this command's root: the options it reads count as known.
+    unknown = unknown_names(os.environ, found, ctx.find_root().command)
     if unknown:
         raise UnknownSettings(
             f"no component reads {', '.join(unknown)}: a misspelt setting? "

@@ -47,9 +47,10 @@ def run(files: ConnectorFiles) -> None:
     """
     from connectors.config import load
     from connectors.errors import ConnectorConfigError
+    from connectors.garbage_collection import settle_garbage_collector
     from connectors.metrics import ConnectorMetrics
     from connectors.settings import ConnectSettings
-    from connectors.worker import Worker, connect_services, settle_garbage_collector
+    from connectors.worker import Worker, connect_services
     from hub_core.health import HealthServer
     from hub_kafka.settings import KafkaSettings
     from registry.settings import RegistrySettings

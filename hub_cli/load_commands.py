@@ -99,6 +99,7 @@ def load_maintain(
     change by MERGE, which a concurrent OPTIMIZE can fail, so run this for them while their
     loader is stopped. Exits 1 when a table could not be maintained.
     """
+    from hub_cli.progress import progress_bar
     from spark_loaders import LoaderSettings, spark_session
     from spark_loaders.maintenance import TableMaintenance
     from spark_loaders.settings import LAYERS, check_layers
@@ -108,13 +109,18 @@ def load_maintain(
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--layer") from error
     settings = LoaderSettings()
-    with spark_session(settings, app_name="hub-maintain") as spark:
+    with spark_session(settings, app_name="hub-maintain") as spark, progress_bar() as progress:
         maintenance = TableMaintenance(spark, settings)
         tables = table or maintenance.tables(layer or LAYERS)
         results = []
-        for name in tables:
-            typer.echo(f"{name}: maintaining ...")
-            results.append(maintenance.maintain(name, vacuum=not no_vacuum))
+        for done, name in enumerate(tables):
+            progress.echo(f"{name}: maintaining ...")
+            # The bar counts tables; the table's OPTIMIZE and VACUUM name what runs now.
+            steps = progress.within(done, len(tables))
+            results.append(maintenance.maintain(name, vacuum=not no_vacuum, progress=steps))
+        if tables:
+            maintained = sum(1 for r in results if not r.error)
+            progress(f"maintained {maintained} of {len(tables)} tables", len(tables), len(tables))
     for result in results:
         outcome = (
             f"failed: {result.error}"
@@ -228,12 +234,13 @@ def load_replay(
     topic: Annotated[str, typer.Argument(help="The topic whose quarantine to replay.")],
 ) -> None:
     """Decode `quarantine.<topic>` again; land what decodes now in bronze, exactly once."""
+    from hub_cli.progress import progress_bar
     from spark_loaders import LoaderSettings, spark_session
     from spark_loaders.replay import replay
 
     settings = LoaderSettings()
-    with spark_session(settings, app_name="hub-replay") as spark:
-        result = replay(spark, settings, topic)
+    with spark_session(settings, app_name="hub-replay") as spark, progress_bar() as progress:
+        result = replay(spark, settings, topic, progress=progress)
     typer.echo(result.describe())
 
 
@@ -246,13 +253,14 @@ def load_reprocess(
     The old table keeps serving; the running loader swaps the new location in at its next
     micro-batch and lands what arrived meanwhile.
     """
+    from hub_cli.progress import progress_bar
     from hub_kafka.settings import KafkaSettings
     from spark_loaders import LoaderSettings, spark_session
     from spark_loaders.reprocess import build
 
     settings = LoaderSettings()
-    with spark_session(settings, app_name="hub-reprocess") as spark:
-        result = build(spark, settings, KafkaSettings(), topic)
+    with spark_session(settings, app_name="hub-reprocess") as spark, progress_bar() as progress:
+        result = build(spark, settings, KafkaSettings(), topic, progress=progress)
     request = result.request
     typer.echo(
         f"{request.table}: rebuilt {request.rows} rows into {request.location}; the loader "

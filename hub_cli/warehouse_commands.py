@@ -24,12 +24,13 @@ def warehouse_build(
     ] = None,
 ) -> None:
     """Catch silver up with bronze, then build or refresh `gold.dim_*` and `gold.fact_*`."""
+    from hub_cli.progress import progress_bar
     from spark_loaders import LoaderSettings, spark_session
     from spark_loaders.warehouse import build_model, load_model
 
     path = model or demo_model()
     load_model(path)  # a bad model fails before Spark starts
     settings = LoaderSettings()
-    with spark_session(settings, app_name="hub-warehouse") as spark:
-        report = build_model(spark, settings, path)
+    with spark_session(settings, app_name="hub-warehouse") as spark, progress_bar() as progress:
+        report = build_model(spark, settings, path, progress=progress)
     typer.echo(report.describe())

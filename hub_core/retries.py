@@ -10,25 +10,27 @@ becomes a failure someone sees. When the failing server said when to come back (
 `Retry-After`, carried as `TransientError.retry_after_s`), the wait is at least that long, plus
 jitter; a server asking for more than `Backoff.max_retry_after_s` ends the retries instead.
 
-Two drivers share one `Backoff` (ADR 0019). `retry_transient` blocks in stamina, whose default
-instrumentation logs every scheduled retry and counts it in Prometheus (`stamina_retries_total`).
-`retry_transient_interruptibly` drives tenacity (stamina's own engine) directly, because stamina
-cannot be handed a sleep: connector tasks must leave a backoff wait at once when asked to stop.
+tenacity drives every retry (ADR 0019), through one function: `retry_transient_interruptibly`
+waits with a sleep of the caller's, because connector tasks must leave a backoff wait at once when
+asked to stop; `retry_transient` is the same with `time.sleep`, and logs every scheduled retry.
 """
 
 import datetime as dt
 import email.utils
+import logging
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-import stamina
 import tenacity
 
 from hub_core.errors import HubError
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 def is_transient(error: BaseException) -> bool:
@@ -73,8 +75,8 @@ class Backoff:
             raise ValueError("a Backoff needs `attempts`, `timeout_s` or both: retries are bounded")
 
     def should_retry(self, error: BaseException) -> bool | float:
-        """stamina's backoff hook: False for failures a retry cannot fix; for a transient one,
-        True (the exponential wait) or, when its server named a wait, that wait plus jitter."""
+        """False for failures a retry cannot fix; for a transient one, True (the exponential
+        wait) or, when its server named a wait, that wait plus jitter."""
         if not is_transient(error):
             return False
         hint = getattr(error, "retry_after_s", None)
@@ -83,21 +85,6 @@ class Backoff:
         if hint > self.max_retry_after_s:
             return False  # waiting that long is the caller's decision, not a retry's
         return float(hint) + random.uniform(0, self.jitter_s)
-
-
-def retry_transient(action: Callable[[], T], *, backoff: Backoff) -> T:
-    """`action()`, tried again after transient failures as `backoff` says; the last one raises."""
-    for attempt in stamina.retry_context(
-        on=backoff.should_retry,
-        attempts=backoff.attempts,
-        timeout=backoff.timeout_s,
-        wait_initial=backoff.initial_s,
-        wait_max=backoff.max_s,
-        wait_jitter=backoff.jitter_s,
-    ):
-        with attempt:
-            return action()
-    raise AssertionError("unreachable: stamina raises the last failure")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +97,21 @@ class RetryNotice:
     error: BaseException
 
 
+def retry_transient(action: Callable[[], T], *, backoff: Backoff) -> T:
+    """`action()`, tried again after transient failures as `backoff` says; the last one raises.
+    Each retry is logged as a warning before its wait: what failed, and when it is tried again."""
+    return retry_transient_interruptibly(
+        action, backoff=backoff, sleep=time.sleep, on_retry=_log_retry
+    )
+
+
+def _log_retry(notice: RetryNotice) -> None:
+    log.warning(
+        "attempt %d failed after %.1fs, retrying in %.1fs: %s",
+        notice.attempt, notice.elapsed_s, notice.wait_s, notice.error,
+    )  # fmt: skip
+
+
 def retry_transient_interruptibly(
     action: Callable[[], T],
     *,
@@ -118,9 +120,10 @@ def retry_transient_interruptibly(
     on_retry: Callable[[RetryNotice], None] | None = None,
     also: Callable[[BaseException], bool] | None = None,
 ) -> T:
-    """`retry_transient` with a wait of the caller's: `sleep(seconds)` may raise to end it (as a
-    task asked to stop does). `on_retry` hears of each retry before its wait; `also`, when
-    given, must hold too for a transient failure to be retried."""
+    """`action()`, tried again after transient failures as `backoff` says (the last one raises),
+    waiting with `sleep(seconds)`, which may raise to end it (as a task asked to stop does).
+    `on_retry` hears of each retry before its wait; `also`, when given, must hold too for a
+    transient failure to be retried."""
 
     def retryable(error: BaseException) -> bool:
         return backoff.should_retry(error) is not False and (also is None or also(error))

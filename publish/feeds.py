@@ -3,9 +3,12 @@
 import json
 import logging
 import re
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+from cachetools import TTLCache
 
 from catalog.errors import (
     FeedExists,
@@ -26,7 +29,6 @@ from hub_core.naming import (
     topic_name,
     value_subject,
 )
-from hub_core.ttl import TtlCache
 from hub_kafka.admin import TopicAdmin, TopicState
 from publish.errors import FeedQuotaExceeded, PartitionQuotaExceeded
 from registry.errors import SubjectNotFound
@@ -38,6 +40,8 @@ log = logging.getLogger(__name__)
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 DLQ_RETENTION_MS = 14 * 24 * 3600 * 1000
 _MAX_PARTITIONS = 1_000
+# Feeds remembered for publishing: past this many, the least recently used go first.
+_CACHED_FEEDS = 10_000
 # Kafka holds `retention.ms` in a Java long; a larger number fails the topic's creation there.
 MAX_RETENTION_MS = 2**63 - 1
 # Tab, line feed and carriage return are text; the other C0 controls are not (PostgreSQL cannot
@@ -127,8 +131,12 @@ class FeedService:
         self._registry = registry
         self._admin = admin
         # Publishing looks its feed up on every request; a feed changed or deleted by another
-        # process is seen within `cache_seconds`.
-        self._cached: TtlCache[str, Feed] = TtlCache(cache_seconds)
+        # process is seen within `cache_seconds`. The cache is shared by the threads that
+        # publish (the API's thread pool, a connector worker's tasks), and cachetools caches are
+        # not safe for threads, so every use holds `_cache_lock` (never while reading the
+        # database).
+        self._cached: TTLCache[str, Feed] = TTLCache(maxsize=_CACHED_FEEDS, ttl=cache_seconds)
+        self._cache_lock = threading.Lock()
 
     def create(self, spec: FeedSpec) -> Feed:
         """Check, create the topics, register the schemas, then record the feed: all or nothing.
@@ -293,15 +301,22 @@ class FeedService:
 
     def current(self, topic: str) -> Feed:
         """The feed of `topic` as of at most `cache_seconds` ago (for publishing)."""
-        feed = self._cached.get(topic)
+        feed = self.current_if_cached(topic)
         if feed is None:
             feed = self._feeds.get(topic=topic)
-            self._cached.put(topic, feed)
+            with self._cache_lock:
+                self._cached[topic] = feed
         return feed
 
     def current_if_cached(self, topic: str) -> Feed | None:
         """`current(topic)` when it is answered from memory, else None (no database read)."""
-        return self._cached.get(topic)
+        with self._cache_lock:
+            return self._cached.get(topic)
+
+    def _forget(self, topic: str) -> None:
+        """Drop the feed of `topic` from memory: this process sees its change at once."""
+        with self._cache_lock:
+            self._cached.pop(topic, None)
 
     def find(self, topic: str) -> Feed | None:
         """The feed of `topic`, or None."""
@@ -340,7 +355,7 @@ class FeedService:
                 raise InvalidFeed(f"Feed '{topic}' is a compacted changelog; it has no retention.")
             _check_retention(retention_ms)
             self._admin.alter(topic, config={"retention.ms": str(retention_ms)})
-        self._cached.pop(topic)
+        self._forget(topic)
         return self._feeds.update(
             topic=topic,
             description=description,
@@ -351,14 +366,14 @@ class FeedService:
     def grant(self, topic: str, team: TeamName) -> Feed:
         """Let `team` read the feed's records, tables and lineage."""
         feed = self._feeds.grant(topic=topic, team=team)
-        self._cached.pop(topic)
+        self._forget(topic)
         log.info("feed %s: team %s may read it", topic, team)
         return feed
 
     def revoke(self, topic: str, team: TeamName) -> Feed:
         """Take back `team`'s reads of the feed (its owner and admins always read it)."""
         feed = self._feeds.revoke(topic=topic, team=team)
-        self._cached.pop(topic)
+        self._forget(topic)
         log.info("feed %s: team %s may no longer read it", topic, team)
         return feed
 
@@ -371,7 +386,7 @@ class FeedService:
         self._admin.delete(topic)
         self._admin.delete(dlq_topic(topic_name(topic)))
         self._feeds.delete(topic=topic)
-        self._cached.pop(topic)
+        self._forget(topic)
         log.info("deleted feed %s", topic)
         return feed
 

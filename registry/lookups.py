@@ -10,9 +10,11 @@ lookup found is used only while the database has not changed since it was read
 
 import dataclasses
 import hashlib
+import threading
 from collections.abc import Callable, Sequence
 
-from hub_core.sized_cache import SizedLruCache
+from cachetools import LRUCache, cachedmethod
+
 from registry.avro import AvroSchema
 from registry.changes import AsOf
 from registry.errors import SchemaNotFound, SubjectNotFound
@@ -26,12 +28,21 @@ _Identity = tuple[str, tuple[SchemaReference, ...]]  # fingerprint, references
 ENTRY_BYTES = 256
 
 
+def _identity_key(
+    _lookups: object, schema_text: str, references: tuple[SchemaReference, ...], normalize: bool
+) -> _IdentityKey:
+    """Text is remembered by its digest, not held: a cache of identities stays small."""
+    # Lone surrogates are valid in JSON strings: they must not fail the encoding.
+    digest = hashlib.sha256(schema_text.encode("utf-8", "surrogatepass")).digest()
+    return (digest, references, normalize)
+
+
 class SchemaLookups:
     """Finds the subject version holding a schema text, and remembers what it found.
 
     `parse` parses text with its references as `RegistryService` does, without the rules on
-    the parsed schema; `stored` is the registry's cache of schema text by id, whose strings the
-    answers share.
+    the parsed schema; `stored` answers from the registry's cache of schema text by id (None
+    when it does not hold the id), whose strings the answers share.
     """
 
     def __init__(
@@ -40,7 +51,7 @@ class SchemaLookups:
         *,
         limits: SchemaLimits,
         parse: Callable[[str, tuple[SchemaReference, ...], bool], AvroSchema],
-        stored: SizedLruCache[SchemaId, StoredSchema],
+        stored: Callable[[SchemaId], StoredSchema | None],
         cache_bytes: int,
     ) -> None:
         self._store = store
@@ -48,10 +59,13 @@ class SchemaLookups:
         self._limits = limits
         self._parse = parse
         self._stored = stored
-        # Identities are small entries: a quarter of the budget (see `RegistryService`).
-        self._identities: SizedLruCache[_IdentityKey, _Identity] = SizedLruCache(
+        # Identities are small entries: a quarter of the budget (see `RegistryService`), the
+        # least recently used dropped first. Threads share the cache, which is not safe for
+        # threads: each use holds the lock, never while text is parsed.
+        self._identities: LRUCache[_IdentityKey, _Identity] = LRUCache(
             cache_bytes // 4, lambda _: ENTRY_BYTES
         )
+        self._lock = threading.Lock()
         self._found: AsOf[tuple[Subject, str, bool], RegisteredSchema] = AsOf(
             cache_bytes, _registered_size
         )
@@ -90,7 +104,7 @@ class SchemaLookups:
     def _sharing_text(self, found: RegisteredSchema) -> RegisteredSchema:
         """`found` holding the very string the by-id cache holds for its schema, if it has it:
         each cache would otherwise keep its own copy of every schema's text."""
-        stored = self._stored.get(found.schema_id)
+        stored = self._stored(found.schema_id)
         if stored is None or stored.schema is found.schema or stored.schema != found.schema:
             return found
         return dataclasses.replace(found, schema=stored.schema)
@@ -102,32 +116,29 @@ class SchemaLookups:
         was read at `generation`; None otherwise. Never reads the database."""
         if len(schema_text) > self._limits.max_bytes:
             return None  # `_identity` refuses it, so it was never cached: skip its digest
-        identity = self._identities.get((_digest(schema_text), (), False))
+        with self._lock:
+            identity = self._identities.get(_identity_key(self, schema_text, (), False))
         if identity is None:
             return None
         return self._found.get((subject, identity[0], False), generation)
 
+    @cachedmethod(lambda self: self._identities, key=_identity_key, lock=lambda self: self._lock)
     def _identity(
         self, schema_text: str, references: tuple[SchemaReference, ...], normalize: bool
     ) -> _Identity:
         """The identity (fingerprint) of schema text and the references it was given with."""
-        key = (_digest(schema_text), references, normalize)
-        known = self._identities.get(key)
-        if known is None:
-            # Anyone may look a schema up, so what is sent is held to the limits registration
-            # holds it to before parsing (size, JSON nesting, references): parsing is what costs.
-            # The rules on the parsed schema are not applied: a schema registered before a rule
-            # existed must still be found.
-            check_text(schema_text, self._limits, references=len(references))
-            schema = self._parse(schema_text, references, normalize)
-            known = (schema.fingerprint, schema.references)
-            self._identities.get_or_load(key, lambda: known)
-        return known
+        # Anyone may look a schema up, so what is sent is held to the limits registration holds
+        # it to before parsing (size, JSON nesting, references): parsing is what costs. The rules
+        # on the parsed schema are not applied: a schema registered before a rule existed must
+        # still be found.
+        check_text(schema_text, self._limits, references=len(references))
+        schema = self._parse(schema_text, references, normalize)
+        return (schema.fingerprint, schema.references)
 
 
-def _digest(schema_text: str) -> bytes:
-    # Lone surrogates are valid in JSON strings: they must not fail the encoding.
-    return hashlib.sha256(schema_text.encode("utf-8", "surrogatepass")).digest()
+def stored_size(stored: StoredSchema) -> int:
+    """What a schema's text by id counts for in a cache: an estimate of its memory."""
+    return len(stored.schema) + ENTRY_BYTES
 
 
 def _registered_size(found: RegisteredSchema) -> int:

@@ -1,10 +1,11 @@
 """Registry operations: the rules of the Confluent Schema Registry over the SQL store."""
 
+import threading
 from collections.abc import Sequence
 from typing import Literal
 
-from hub_core.sized_cache import SizedLruCache
-from hub_core.ttl import TtlCache
+from cachetools import LRUCache, TTLCache, cachedmethod
+
 from registry.avro import AvroSchema, parse
 from registry.changes import AsOf
 from registry.cleaning import validate_rules
@@ -27,7 +28,7 @@ from registry.errors import (
     VersionSoftDeleted,
 )
 from registry.limits import check_explicit_id, check_id_range
-from registry.lookups import ENTRY_BYTES, SchemaLookups
+from registry.lookups import ENTRY_BYTES, SchemaLookups, stored_size
 from registry.schema_rules import SchemaLimits, check_document, check_subject, check_text
 from registry.store import SchemaStore
 from registry.types import (
@@ -63,12 +64,13 @@ class RegistryService:
         self._limits = limits or SchemaLimits()
         # A schema id always names the same schema, so parsed schemas are cached by id, and
         # schema text by its own identity, each within `parse_cache_bytes` of estimated memory
-        # (a count of entries would let a few large schemas take any amount of it).
-        self._by_id: SizedLruCache[SchemaId, AvroSchema] = SizedLruCache(
+        # (a count of entries would let a few large schemas take any amount of it). The least
+        # recently used go first; a schema larger than the whole budget is returned, not kept.
+        self._by_id: LRUCache[tuple[SchemaId], AvroSchema] = LRUCache(
             parse_cache_bytes, _parsed_size
         )
-        self._parsed: SizedLruCache[tuple[str, tuple[SchemaReference, ...], bool], AvroSchema] = (
-            SizedLruCache(parse_cache_bytes, _parsed_size)
+        self._parsed: LRUCache[tuple[str, tuple[SchemaReference, ...], bool], AvroSchema] = (
+            LRUCache(parse_cache_bytes, _parsed_size)
         )
         # Reads by id and lookups need only text and identities, far smaller than parsed
         # schemas: a schema's text by id, and the identity of text as clients send it (keyed by
@@ -79,20 +81,24 @@ class RegistryService:
         # entries at the default: with an eighth (49,152) a registry of 10,000 subjects x 5
         # versions overflowed them, and its reads by id and lookups went to the database
         # (`bench/registry.py`).
-        self._stored: SizedLruCache[SchemaId, StoredSchema] = SizedLruCache(
-            read_cache_bytes, _stored_size
+        self._stored: LRUCache[tuple[SchemaId], StoredSchema] = LRUCache(
+            read_cache_bytes, stored_size
         )
         self._lookups = SchemaLookups(
             store,
             limits=self._limits,
             parse=self._parse_uncached,
-            stored=self._stored,
+            stored=self._cached_text,
             cache_bytes=read_cache_bytes,
         )
         self._in_use: AsOf[SchemaId, bool] = AsOf(read_cache_bytes // 4, lambda _: ENTRY_BYTES)
         # The latest version, for publishing, is trusted for `cache_seconds`: a new version is
-        # used at once by the process that registered it, within that time by the others.
-        self._latest: TtlCache[Subject, RegisteredSchema] = TtlCache(cache_seconds)
+        # used at once by the process that registered it, within that time by the others (at
+        # most 10,000 subjects, the least recently used dropped first).
+        self._latest: TTLCache[Subject, RegisteredSchema] = TTLCache(10_000, cache_seconds)
+        # Threads share the cachetools caches above, which are not thread-safe: each use holds
+        # this lock, never while a schema is read or parsed (two threads may load one at once).
+        self._cache_lock = threading.Lock()
 
     def close(self) -> None:
         """Stop watching the database for other processes' changes."""
@@ -112,11 +118,7 @@ class RegistryService:
         Stored and looked-up schemas are parsed as they are: the rules of `accept` apply only
         to schemas offered anew, so one registered before a rule existed still resolves.
         """
-        refs = tuple(references)
-        return self._parsed.get_or_load(
-            (schema_text, refs, normalize),
-            lambda: self._parse_uncached(schema_text, refs, normalize),
-        )
+        return self._parse_cached(schema_text, tuple(references), normalize)
 
     def accept(
         self,
@@ -133,6 +135,12 @@ class RegistryService:
         check_document(schema.resolved, self._limits)
         check_subject(schema.resolved, subject)
         return schema
+
+    @cachedmethod(lambda self: self._parsed, lock=lambda self: self._cache_lock)
+    def _parse_cached(
+        self, schema_text: str, references: tuple[SchemaReference, ...], normalize: bool
+    ) -> AvroSchema:
+        return self._parse_uncached(schema_text, references, normalize)
 
     def _parse_uncached(
         self, schema_text: str, references: tuple[SchemaReference, ...], normalize: bool
@@ -198,7 +206,7 @@ class RegistryService:
         registered = self._store.register(
             subject=subject, schema=schema, schema_id=schema_id, version=version
         )
-        self._latest.pop(subject)  # this process publishes with the new version at once
+        self._forget(subject)  # this process publishes with the new version at once
         return registered
 
     def _check_import(
@@ -272,7 +280,7 @@ class RegistryService:
         subject version uses it), without parsing it."""
         check_id_range(schema_id)
         self._check_in_use(schema_id)
-        return self._stored.get_or_load(schema_id, lambda: self._load_stored(schema_id))
+        return self._stored_by_id(schema_id)
 
     def cached_stored_schema(
         self, *, schema_id: SchemaId, generation: int | None
@@ -280,8 +288,12 @@ class RegistryService:
         """What `stored_schema` answered before, if it was read at `generation` (as for
         `cached_lookup`); None otherwise. Never reads the database."""
         if self._in_use.get(schema_id, generation):
-            return self._stored.get(schema_id)
+            return self._cached_text(schema_id)
         return None
+
+    def _cached_text(self, schema_id: SchemaId) -> StoredSchema | None:
+        with self._cache_lock:  # `cachedmethod` keys an entry by the arguments' tuple
+            return self._stored.get((schema_id,))
 
     def _check_in_use(self, schema_id: SchemaId) -> None:
         generation = self._changes.generation()
@@ -292,7 +304,8 @@ class RegistryService:
         if not in_use:
             raise SchemaNotFound(schema_id)
 
-    def _load_stored(self, schema_id: SchemaId) -> StoredSchema:
+    @cachedmethod(lambda self: self._stored, lock=lambda self: self._cache_lock)
+    def _stored_by_id(self, schema_id: SchemaId) -> StoredSchema:
         row, references = self._store.get(schema_id=schema_id)
         return StoredSchema(schema_id=schema_id, schema=row.schema_text, references=references)
 
@@ -302,21 +315,21 @@ class RegistryService:
         For hot paths (publishing) that may use a new version a few seconds late: at once in
         the process that registered it, within `cache_seconds` in the others.
         """
-        latest = self._latest.get(subject)
+        latest = self.current_if_cached(subject=subject)
         if latest is None:
             latest = self.version(subject=subject, version=None)
-            self._latest.put(subject, latest)
+            with self._cache_lock:
+                self._latest[subject] = latest
         return latest
 
     def current_if_cached(self, *, subject: Subject) -> RegisteredSchema | None:
         """`current(subject=...)` when it is answered from memory, else None: for callers on an
         event loop, which must not wait on the database."""
-        return self._latest.get(subject)
+        with self._cache_lock:
+            return self._latest.get(subject)
 
+    @cachedmethod(lambda self: self._by_id, lock=lambda self: self._cache_lock)
     def _schema_by_id(self, schema_id: SchemaId) -> AvroSchema:
-        return self._by_id.get_or_load(schema_id, lambda: self._load_schema(schema_id))
-
-    def _load_schema(self, schema_id: SchemaId) -> AvroSchema:
         row, references = self._store.get(schema_id=schema_id)
         return self.parse(row.schema_text, references=references)
 
@@ -450,7 +463,8 @@ class RegistryService:
     def _forget(self, subject: Subject) -> None:
         """Drop the latest version of `subject` this process publishes with (what else a
         deletion changes, the store's change signal outdates)."""
-        self._latest.pop(subject)
+        with self._cache_lock:
+            self._latest.pop(subject, None)
 
     def _not_referenced(self, item: RegisteredSchema) -> None:
         users = self._store.referenced_by(subject=item.subject, version=item.version)
@@ -572,10 +586,6 @@ _PARSED_BYTES_PER_CHARACTER = 16
 def _parsed_size(schema: AvroSchema) -> int:
     """What a parsed schema counts for in a cache: an estimate of its memory."""
     return len(schema.canonical) * _PARSED_BYTES_PER_CHARACTER
-
-
-def _stored_size(stored: StoredSchema) -> int:
-    return len(stored.schema) + ENTRY_BYTES
 
 
 # A check against one chosen version uses the level's direction, not its transitivity.

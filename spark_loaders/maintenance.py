@@ -37,6 +37,7 @@ from pyspark.sql import SparkSession
 
 from spark_loaders.scheduling import Pool, use_pool
 from spark_loaders.settings import LoaderSettings, check_layers
+from spark_loaders.work_progress import WorkProgress, no_progress
 
 log = logging.getLogger(__name__)
 
@@ -110,21 +111,30 @@ class TableMaintenance:
             found.extend(f"{layer}.{name}" for name in names)
         return found
 
-    def maintain(self, table: str, *, vacuum: bool = True) -> Maintained:
-        """Compact `table`, then vacuum it; a failure is reported in the result, not raised."""
+    def maintain(
+        self, table: str, *, vacuum: bool = True, progress: WorkProgress = no_progress
+    ) -> Maintained:
+        """Compact `table`, then vacuum it; a failure is reported in the result, not raised.
+
+        `progress` hears of OPTIMIZE and VACUUM, a step each.
+        """
+        steps = 2 if vacuum else 1
         started = time.monotonic()
         before = 0
+        progress(f"OPTIMIZE {table}", 0, steps)
         try:
             before = self._files(table)
             if table.split(".", 1)[0] in self._auto_compact:
                 self._ensure_auto_compaction(table)
             self._spark.sql(f"OPTIMIZE {table}")
             if vacuum:
+                progress(f"VACUUM {table}", 1, steps)
                 self._vacuum(table)
         except Exception as error:
             log.warning("maintenance of %s failed, retried at the next run: %s", table, error)
             return Maintained(table, before, before, 0, time.monotonic() - started, str(error))
         after, size = self._detail(table)
+        progress(f"maintained {table}", steps, steps)
         result = Maintained(table, before, after, size, time.monotonic() - started)
         log.info(
             "maintained %s: %d files -> %d (%.1f MB) in %.1f s",

@@ -36,8 +36,12 @@ from spark_loaders.schemas import RegistryClient
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.tables import DeltaTables
 from spark_loaders.types import QuarantineReason
+from spark_loaders.work_progress import WorkProgress, no_progress
 
 log = logging.getLogger(__name__)
+
+# Reading the quarantine, landing what decodes, updating the quarantine.
+_REPLAY_STEPS = 3
 
 # Conflicts last as long as a concurrent commit of the running stream: seconds, not minutes.
 _CONFLICT_BACKOFF = Backoff(initial_s=0.5, max_s=5.0, jitter_s=0.5, attempts=5, timeout_s=60.0)
@@ -61,8 +65,17 @@ class ReplayResult:
         )
 
 
-def replay(spark: SparkSession, settings: LoaderSettings, topic: str) -> ReplayResult:
-    """Re-drive `quarantine.<topic>` into `bronze.<topic>`; see the module docstring."""
+def replay(
+    spark: SparkSession,
+    settings: LoaderSettings,
+    topic: str,
+    *,
+    progress: WorkProgress = no_progress,
+) -> ReplayResult:
+    """Re-drive `quarantine.<topic>` into `bronze.<topic>`; see the module docstring.
+
+    `progress` hears of its three steps: reading the quarantine, landing, updating it.
+    """
     spark = ledger_session(spark)
     source = quarantine_table(topic)
     table = bronze_table(TopicName(topic))
@@ -71,12 +84,15 @@ def replay(spark: SparkSession, settings: LoaderSettings, topic: str) -> ReplayR
             f"{source} does not exist: nothing of topic {topic} was quarantined "
             "(check the topic name)."
         )
+    progress(f"reading {source}", 0, _REPLAY_STEPS)
     quarantined = spark.table(source).dropDuplicates(["_hub_partition", "_hub_offset"]).persist()
     try:
         pairs = quarantined.groupBy("_hub_schema_id").count().collect()
         examined = sum(r["count"] for r in pairs)
         if not examined:
+            progress(f"replayed 0 records of {source}", _REPLAY_STEPS, _REPLAY_STEPS)
             return ReplayResult(topic, 0, 0, {})
+        progress(f"decoding {examined} records, landing them in {table}", 1, _REPLAY_STEPS)
         records = as_kafka_records(quarantined)
         try:
             failures, landed_keys = _redrive(spark, settings, topic, records, pairs)
@@ -91,6 +107,7 @@ def replay(spark: SparkSession, settings: LoaderSettings, topic: str) -> ReplayR
             log.warning("replay of %s: %s", topic, message)
             failures = [quarantine_rows(records, QuarantineReason.LANDING_FAILED, message)]
             landed_keys = None
+        progress(f"updating {source}", 2, _REPLAY_STEPS)
         outcome = _outcome(failures, landed_keys)
         counts = Counter(
             {r["_hub_reason_code"]: r["count"] for r in _failure_counts(outcome).collect()}
@@ -101,6 +118,7 @@ def replay(spark: SparkSession, settings: LoaderSettings, topic: str) -> ReplayR
         quarantined.unpersist()
     landed = examined - sum(counts.values())
     result = ReplayResult(topic, examined, landed, dict(counts))
+    progress(f"replayed {examined} records of {source}", _REPLAY_STEPS, _REPLAY_STEPS)
     log.info("%s", result.describe())
     return result
 

@@ -46,12 +46,15 @@ from spark_loaders.schemas import RegistryClient
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.storage import Location, RemoteLocation
 from spark_loaders.tables import PARTITION_COLUMN, TYPE_WIDENING, DeltaTables, stamp_feeds
+from spark_loaders.work_progress import WorkProgress, no_progress
 
 log = logging.getLogger(__name__)
 
 _BYPASS_SCHEMA_CHECK = "spark.databricks.delta.alterLocation.bypassSchemaCheck"
 _KEY = "t._hub_partition = s._hub_partition AND t._hub_offset = s._hub_offset"
 _KEY_COLUMNS = ("_hub_partition", "_hub_offset")
+# Reading the topic, decoding it, writing the rebuild, counting the rows written.
+_BUILD_STEPS = 4
 
 
 @dataclass
@@ -77,11 +80,17 @@ def build(
     settings: LoaderSettings,
     kafka: KafkaSettings,
     topic: str,
+    *,
+    progress: WorkProgress = no_progress,
 ) -> BuildResult:
-    """Rebuild `bronze.<topic>` into a new location and leave a swap request for the loader."""
+    """Rebuild `bronze.<topic>` into a new location and leave a swap request for the loader.
+
+    `progress` hears of its four steps: reading the topic, decoding, writing, counting.
+    """
     table = bronze_table(TopicName(topic))
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     location = settings.warehouse_dir / "_rebuilds" / table_suffix(TopicName(topic)) / stamp
+    progress(f"reading {topic} from Kafka", 0, _BUILD_STEPS)
     check_kafka_access(spark, kafka)
     records = with_schema_id(
         spark.read.format("kafka")
@@ -107,6 +116,8 @@ def build(
         for row in found:
             key = str(row["partition"])
             end_offsets[key] = max(end_offsets.get(key, -1), int(row["last"]))
+        count = sum(int(r["count"]) for r in found)
+        progress(f"decoding {count} records of {topic}", 1, _BUILD_STEPS)
         registry = RegistryClient(settings.registry_url, api_key=settings.registry_key)
         decoded = decode_topic(
             records,
@@ -129,6 +140,7 @@ def build(
             topic,
             location,
         )
+        progress(f"writing the rebuild of {table} from {count} records", 2, _BUILD_STEPS)
         entry = landed_entry(topic, rows)
         (
             rows.write.format("delta")
@@ -138,9 +150,11 @@ def build(
             .option("userMetadata", entry.encode())
             .save(str(location))
         )
+        progress(f"counting the rows of the rebuild of {table}", 3, _BUILD_STEPS)
         written = spark.read.format("delta").load(str(location)).count()
     finally:
         records.unpersist()
+    progress(f"rebuilt {table}: {written} rows", _BUILD_STEPS, _BUILD_STEPS)
     request = SwapRequest(topic, table, str(location), end_offsets, written)
     path = SwapRequests(settings.state_dir).put(request)
     return BuildResult(request, path)

@@ -6,32 +6,9 @@ from typing import Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from connectors.base import ConnectorBase, check_topic
+from connectors.logfile.layout import LogField, line_layout
 
 LineFormat = Literal["json", "regex", "apache_common", "apache_combined", "nginx_combined"]
-FieldType = Literal["string", "int", "long", "double", "boolean", "timestamp"]
-
-
-class LogField(BaseModel):
-    """One field of the feed's records: where it comes from in a line and its type."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    type: FieldType = Field(default="string", description="Avro type of the field.")
-    source: str | None = Field(
-        default=None,
-        description="Regex group or JSON key the value comes from (default: the field's name).",
-    )
-    format: str | None = Field(
-        default=None,
-        description=(
-            "For timestamps: a `strptime` format such as `%d/%b/%Y:%H:%M:%S %z`; "
-            "default: ISO-8601 text or epoch milliseconds."
-        ),
-    )
-    required: bool = Field(
-        default=False,
-        description="A line without this value goes to the DLQ; otherwise the field is null.",
-    )
 
 
 class LogfileSource(BaseModel):
@@ -112,12 +89,9 @@ class LogfileConnector(ConnectorBase):
 
     @model_validator(mode="after")
     def _topic_and_fields(self) -> Self:
-        # Imported here: the parser's module imports this one for its models.
-        from connectors.logfile.formats import LineParser
-
         check_topic(self.topic)
         try:
-            LineParser(self.source)
+            line_layout(self.source.format, self.source.pattern, self.source.fields)
         except ValueError as exc:
             raise ValueError(f"source.fields: {exc}") from exc
         return self

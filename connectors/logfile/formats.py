@@ -1,65 +1,13 @@
 """Turning one log line into a record: JSON lines, named-group regexes and web-server formats."""
 
 import json
-import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from connectors.errors import UnparseableRecord
-from connectors.logfile.config import LogField, LogfileSource
-
-_CLF_TIME = "%d/%b/%Y:%H:%M:%S %z"
-_COMMON = (
-    r"^(?P<remote_host>\S+) (?P<ident>\S+) (?P<remote_user>\S+) \[(?P<time>[^\]]+)\] "
-    r'"(?P<method>[A-Z]+) (?P<path>\S+) (?P<protocol>[^"]+)" (?P<status>\d{3}) (?P<bytes>\d+|-)'
-)
-_REFERER_AGENT = r' "(?P<referer>[^"]*)" "(?P<user_agent>[^"]*)"'
-# The fields of Apache's common format, which its combined format extends.
-_COMMON_FIELDS = {
-    "remote_host": LogField(required=True),
-    "ident": LogField(),
-    "remote_user": LogField(),
-    "time": LogField(type="timestamp", format=_CLF_TIME, required=True),
-    "method": LogField(),
-    "path": LogField(),
-    "protocol": LogField(),
-    "status": LogField(type="int", required=True),
-    "bytes": LogField(type="long"),
-}
-
-# The shipped formats: a pattern and the fields (with types) it yields by default.
-PRESETS: dict[str, tuple[str, dict[str, LogField]]] = {
-    "apache_common": (
-        _COMMON + r"$",
-        _COMMON_FIELDS,
-    ),
-    "apache_combined": (
-        _COMMON + _REFERER_AGENT + r"$",
-        {
-            **_COMMON_FIELDS,
-            "referer": LogField(),
-            "user_agent": LogField(),
-        },
-    ),
-    "nginx_combined": (
-        r"^(?P<remote_addr>\S+) - (?P<remote_user>\S+) \[(?P<time_local>[^\]]+)\] "
-        r'"(?P<method>[A-Z]+) (?P<path>\S+) (?P<protocol>[^"]+)" (?P<status>\d{3}) '
-        r'(?P<body_bytes_sent>\d+) "(?P<http_referer>[^"]*)" "(?P<http_user_agent>[^"]*)"$',
-        {
-            "remote_addr": LogField(required=True),
-            "remote_user": LogField(),
-            "time_local": LogField(type="timestamp", format=_CLF_TIME, required=True),
-            "method": LogField(),
-            "path": LogField(),
-            "protocol": LogField(),
-            "status": LogField(type="int", required=True),
-            "body_bytes_sent": LogField(type="long"),
-            "http_referer": LogField(),
-            "http_user_agent": LogField(),
-        },
-    ),
-}
+from connectors.logfile.config import LogfileSource
+from connectors.logfile.layout import LogField, line_layout
 
 _AVRO: dict[str, Any] = {
     "string": "string",
@@ -78,26 +26,7 @@ class LineParser:
 
     def __init__(self, source: LogfileSource) -> None:
         self._json = source.format == "json"
-        pattern = source.pattern
-        fields = dict(source.fields)
-        if source.format in PRESETS:
-            pattern, defaults = PRESETS[source.format]
-            fields = fields or defaults
-        self._regex = re.compile(pattern) if pattern is not None else None
-        if self._regex is not None and not fields:
-            fields = {name: LogField() for name in self._regex.groupindex}
-        if self._regex is not None:
-            unknown = [
-                f"{name} (group '{spec.source or name}')"
-                for name, spec in fields.items()
-                if (spec.source or name) not in self._regex.groupindex
-            ]
-            if unknown:
-                raise ValueError(
-                    f"fields without a matching named group: {', '.join(unknown)}; the "
-                    f"pattern's groups are: {', '.join(self._regex.groupindex)}"
-                )
-        self.fields = fields
+        self._regex, self.fields = line_layout(source.format, source.pattern, source.fields)
 
     def avro_fields(self) -> list[dict[str, Any]]:
         return [

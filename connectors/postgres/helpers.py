@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from connectors.garbage_collection import settle_garbage_collector
 from connectors.postgres.errors import CdcSourceUnavailable
 from connectors.runtime import FeedSink, SourceContext
 from connectors.settings import PublishSettings
@@ -84,8 +85,7 @@ def publish_path(connector: str, settings: PublishSettings) -> tuple[Any, FeedSi
     """In a helper process: its own publish path, wired from the settings the connector process
     was wired with; the services (to close when done) and a sink that publishes without
     committing positions."""
-    # Imported here: the connector process has these loaded already; a helper loads them once.
-    from connectors.worker import settle_garbage_collector
+    # Imported here: the connector process has it loaded already; a helper loads it once.
     from publish.services import publish_services
 
     services = publish_services(settings.registry, settings.kafka)

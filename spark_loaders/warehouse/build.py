@@ -47,6 +47,7 @@ from spark_loaders.warehouse.facts import FactBuilder, fact_table
 from spark_loaders.warehouse.model import Fact, WarehouseModel, load_model
 from spark_loaders.warehouse.snapshots import GoldLedger, Snapshots, current_version
 from spark_loaders.warehouse.status import BUILD_FAILED, DIMENSION_NOT_BUILT, GoldStatusBook
+from spark_loaders.work_progress import WorkProgress, no_progress
 
 log = logging.getLogger(__name__)
 
@@ -126,10 +127,13 @@ class WarehouseBuilder:
             for i, f in enumerate(model.facts)
         ]
 
-    def build(self, *, stop: threading.Event | None = None) -> BuildReport:
+    def build(
+        self, *, stop: threading.Event | None = None, progress: WorkProgress = no_progress
+    ) -> BuildReport:
         """One incremental pass: only rows that changed are written; see the module docstring
         for what happens to a table that fails. Once `stop` is set, no other table starts
-        (`BuildStopped`)."""
+        (`BuildStopped`). `progress` hears of each table of the model, counted whether it is
+        built, fails, waits or is skipped."""
 
         def go_on() -> None:
             if stop is not None and stop.is_set():
@@ -137,12 +141,15 @@ class WarehouseBuilder:
 
         report = BuildReport()
         built: list[str] = []
+        first_fact = len(self._model.dimensions)
+        tables = first_fact + len(self._model.facts)
         # The loader sets some settings on its shared session after this builder was made
         # (silver's schema evolution, when its first stream starts).
         follow_conf(self._shared, self._spark)
-        for dim in self._model.dimensions:
+        for done, dim in enumerate(self._model.dimensions):
             go_on()
             table = dim_table(dim)
+            progress(f"building {table}", done, tables)
             dimension = self._dimensions[dim.name]
             refresh = self._recorded(
                 table,
@@ -153,11 +160,13 @@ class WarehouseBuilder:
             if self._contained(table, refresh, report):
                 built.append(dim.name)
                 log.info("dimension %s refreshed", dim.name)
-        for fact, builder in zip(self._model.facts, self._facts, strict=True):
+        facts = zip(self._model.facts, self._facts, strict=True)
+        for done, (fact, builder) in enumerate(facts, start=first_fact):
             go_on()
+            table = fact_table(fact)
+            progress(f"building {table}", done, tables)
             if self._skipped(fact, report):
                 continue
-            table = fact_table(fact)
             dimensions = (self._model.dimension(r.dimension) for r in fact.dimensions)
             keyed = list(dict.fromkeys(dim_table(d) for d in dimensions))
             # First the inferred members the fact's bronze records need, in its dimensions:
@@ -177,18 +186,22 @@ class WarehouseBuilder:
         for dim in self._model.dimensions:
             go_on()
             if dim.name in built:
-                # Both counts in one job.
-                counts = (
-                    self._spark.table(dim_table(dim))
-                    .agg(
-                        F.count(F.lit(1)).alias("rows"), F.count_if("is_inferred").alias("inferred")
-                    )
-                    .first()
-                )
-                assert counts is not None
-                report.rows[dim_table(dim)] = int(counts["rows"])
-                report.inferred[dim_table(dim)] = int(counts["inferred"])
+                table = dim_table(dim)
+                progress(f"counting the rows of {table}", tables, tables)
+                report.rows[table], report.inferred[table] = self._counts(table)
+        not_built = len(report.failed) + len(report.waiting) + len(report.skipped)
+        progress(f"built {tables - not_built} of {tables} tables", tables, tables)
         return report
+
+    def _counts(self, table: str) -> tuple[int, int]:
+        """The rows of dimension `table` and how many of them are inferred, in one job."""
+        counts = (
+            self._spark.table(table)
+            .agg(F.count(F.lit(1)).alias("rows"), F.count_if("is_inferred").alias("inferred"))
+            .first()
+        )
+        assert counts is not None
+        return int(counts["rows"]), int(counts["inferred"])
 
     def _recorded(
         self,
@@ -304,31 +317,41 @@ def _write_fact(builder: FactBuilder, table: str, report: BuildReport) -> None:
     report.rows[table] = builder.write()
 
 
-def catch_up_silver(spark: SparkSession, settings: LoaderSettings) -> None:
-    """Bring every silver table up to date with bronze once."""
+def catch_up_silver(
+    spark: SparkSession, settings: LoaderSettings, *, progress: WorkProgress = no_progress
+) -> None:
+    """Bring every silver table up to date with bronze once; `progress` hears of each stream."""
     running: dict[str, StreamingQuery] = {}
-    for query in start_silver(spark, settings, running=running, available_now=True):
+    queries = start_silver(spark, settings, running=running, available_now=True)
+    for done, query in enumerate(queries):
+        progress(f"catching silver up with bronze: {query.name}", done, len(queries))
         query.awaitTermination()
         if query.exception() is not None:
             raise query.exception()  # type: ignore[misc]
+    progress("caught silver up with bronze", len(queries), len(queries))
 
 
 def build_models(
-    spark: SparkSession, settings: LoaderSettings, paths: Sequence[Path]
+    spark: SparkSession,
+    settings: LoaderSettings,
+    paths: Sequence[Path],
+    *,
+    progress: WorkProgress = no_progress,
 ) -> list[BuildReport]:
     """Catch silver up with bronze, then build each model at `paths` once.
 
     Every model is built, whatever another's tables did; then the first table not built, if
-    any, is raised, so that a one-shot build exits non-zero.
+    any, is raised, so that a one-shot build exits non-zero. `progress` hears of each silver
+    stream caught up, then of each model's tables.
     """
     models = [(path, load_model(path)) for path in paths]
-    catch_up_silver(spark, settings)
+    catch_up_silver(spark, settings, progress=progress)
     statuses = GoldStatusBook.in_checkpoints(settings.state_dir)
     events = run_events(settings)
     reports = []
     for path, model in models:
         builder = WarehouseBuilder(spark, model, source=str(path), statuses=statuses, events=events)
-        report = builder.build()
+        report = builder.build(progress=progress)
         log.info("warehouse built from %s: %s", path, report.describe())
         reports.append(report)
     for report in reports:
@@ -336,6 +359,12 @@ def build_models(
     return reports
 
 
-def build_model(spark: SparkSession, settings: LoaderSettings, path: Path) -> BuildReport:
+def build_model(
+    spark: SparkSession,
+    settings: LoaderSettings,
+    path: Path,
+    *,
+    progress: WorkProgress = no_progress,
+) -> BuildReport:
     """Catch silver up with bronze, then build the model at `path` once."""
-    return build_models(spark, settings, [path])[0]
+    return build_models(spark, settings, [path], progress=progress)[0]

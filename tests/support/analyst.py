@@ -39,6 +39,8 @@ def analyst_env(settings: LoaderSettings) -> dict[str, str]:
         "HUB_LOADER_METASTORE_PORT": str(settings.metastore_port),
         "HUB_LOADER_METASTORE_JARS_DIR": str(settings.metastore_jars_dir),
         "HUB_LOADER_JARS_DIR": str(settings.jars_dir),
+        # An embedded metastore database (benchmarks) instead of the metastore server.
+        **({"HUB_LOADER_METASTORE_URL": settings.metastore_url} if settings.metastore_url else {}),
     }
 
 

@@ -37,9 +37,7 @@ def test_the_error_catalogue_and_naming_load_nothing_beyond_the_standard_library
     assert _third_party_modules_loaded_by(module) == set()
 
 
-@pytest.mark.parametrize(
-    "module", ["hub_core.errors", "hub_core.naming", "hub_core.settings", "hub_core.ttl"]
-)
+@pytest.mark.parametrize("module", ["hub_core.errors", "hub_core.naming", "hub_core.settings"])
 def test_the_base_loads_no_third_party_package_beyond_pydantic(module: str) -> None:
     assert _third_party_modules_loaded_by(module) <= _ALLOWED
 

@@ -1,6 +1,7 @@
 """Retries by failure kind: what is retried, how long the waits are, and when retries end."""
 
 import datetime as dt
+import logging
 
 import pytest
 
@@ -178,3 +179,14 @@ def test_retry_after_is_read_as_seconds_or_as_an_http_date(
 ) -> None:
     now = dt.datetime(2015, 10, 21, 7, 28, 0, tzinfo=dt.UTC)
     assert retry_after_seconds(header, now=now) == seconds
+
+
+def test_each_blocking_retry_is_logged_with_its_failure_and_its_wait(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="hub_core.retries"):
+        retry_transient(Flaky(KafkaUnavailable("Kafka is away")), backoff=QUICK)
+
+    (record,) = caplog.records
+    assert "Kafka is away" in record.getMessage()
+    assert "retrying in 0.0s" in record.getMessage()

@@ -7,13 +7,15 @@ import json
 from typing import Any
 
 import pytest
+from sqlalchemy import Engine
 
 from hub_core.errors import ErrorCode
-from hub_core.sized_cache import SizedLruCache
 from registry.avro import parse
 from registry.compatibility import check
 from registry.errors import InvalidSchema
 from registry.schema_rules import SchemaLimits, check_subject
+from registry.service import RegistryService, _parsed_size
+from registry.store import SchemaStore
 from registry.types import CompatibilityMode, SchemaReference, Subject, Version
 
 pytestmark = pytest.mark.unit
@@ -264,28 +266,22 @@ def test_compatibility_of_two_thousand_field_records_completes() -> None:
 # --- the parse cache is bounded by bytes ---------------------------------------------------------
 
 
-def test_the_parse_cache_keeps_at_most_its_bytes_evicting_the_least_recently_used() -> None:
-    cache: SizedLruCache[str, str] = SizedLruCache(100, len)
-    loads: list[str] = []
+def test_the_parse_cache_keeps_at_most_its_bytes_evicting_the_least_recently_used(
+    hub_engine: Engine,
+) -> None:
+    texts = {name: json.dumps(record(("id", "long"), name=name)) for name in "ABC"}
+    one = _parsed_size(parse(texts["A"]))  # each of the three counts for as much
+    registry = RegistryService(SchemaStore(hub_engine), parse_cache_bytes=one * 5 // 2)
+    first = {name: registry.parse(text) for name, text in texts.items()}
 
-    def get(key: str, size: int = 40) -> str:
-        def load() -> str:
-            loads.append(key)
-            return key * size
+    # Two fit: "A", the least recently used, made room for "C".
+    assert registry.parse(texts["B"]) is first["B"]
+    assert registry.parse(texts["C"]) is first["C"]
+    assert registry.parse(texts["A"]) is not first["A"]
 
-        return cache.get_or_load(key, load)
-
-    for key in ("a", "b", "c"):
-        get(key)
-    assert len(cache) == 2 and cache.total_bytes == 80
-    get("b")
-    assert loads == ["a", "b", "c"]  # "b" still cached
-    assert get("huge", 500) == "huge" * 500
-    assert cache.total_bytes == 80  # too large to keep
-    get("d")  # evicts "c", the least recently used
-    get("b")
-    get("c")
-    assert loads == ["a", "b", "c", "huge", "d", "c"]
+    huge = json.dumps(record(*[(f"f{i}", "long") for i in range(100)], name="Huge"))
+    assert registry.parse(huge) is not registry.parse(huge)  # larger than the budget: not kept
+    assert registry.parse(texts["C"]) is first["C"]  # and nothing was dropped for it
 
 
 # --- decimals -----------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 package org.integrationhub.thrift;
 
+import com.google.common.cache.Cache;
+import com.google.common.cache.CacheBuilder;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -10,8 +12,6 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.HexFormat;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.security.sasl.AuthenticationException;
@@ -46,7 +46,7 @@ import org.slf4j.LoggerFactory;
 public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
 
   /** What the provider was configured with: where the API is and how long to trust a key. */
-  private record Settings(URI whoami, Duration timeout, Duration cacheTime, HttpClient client) {}
+  private record Settings(URI whoami, Duration timeout, HttpClient client) {}
 
   private static final Logger LOG = LoggerFactory.getLogger(HubKeyAuthenticator.class);
   private static final int MAX_CACHED_KEYS = 10_000;
@@ -57,11 +57,14 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
   /** The roles of `GET /v1/whoami` whose keys may log in: people's keys, not the loader's. */
   private static final java.util.Set<String> LOGIN_ROLES = java.util.Set.of("team", "admin");
 
-  /** A verified key: whom it belongs to, and the {@link System#nanoTime()} it expires at. */
-  private record Verified(long expires, String team, boolean admin, String keyId) {}
+  /** A verified key: whom it belongs to. */
+  private record Verified(String team, boolean admin, String keyId) {}
 
-  /** SHA-256 of each verified key, hex, to what the API said of it. */
-  private static final Map<String, Verified> VERIFIED = new ConcurrentHashMap<>();
+  /**
+   * SHA-256 of each verified key, hex, to what the API said of it, for the configured cache time;
+   * made by {@link #configure}.
+   */
+  private static volatile Cache<String, Verified> verified;
 
   /** The login this thread's connection made; taken when the connection opens its session. */
   private static final ThreadLocal<Login> LOGIN = new ThreadLocal<>();
@@ -90,7 +93,12 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
             .connectTimeout(timeout)
             .followRedirects(HttpClient.Redirect.NEVER)
             .build();
-    settings = new Settings(whoami, timeout, Duration.ofSeconds(cacheSeconds), client);
+    verified =
+        CacheBuilder.newBuilder()
+            .maximumSize(MAX_CACHED_KEYS)
+            .expireAfterWrite(Duration.ofSeconds(cacheSeconds))
+            .build();
+    settings = new Settings(whoami, timeout, client);
   }
 
   /** Whether {@link #configure} ran: logins then need keys, and sessions their logins. */
@@ -138,19 +146,18 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
       throw new AuthenticationException(
           "No password: give a hub API key as the password (beeline -p, JDBC password).");
     }
-    String digest = sha256(password);
-    Verified known = VERIFIED.get(digest);
-    if (known != null && known.expires() - System.nanoTime() > 0) {
-      LOG.debug("user '{}' logged in with a recently verified key", who);
-      LOGIN.set(new Login(known.team(), known.admin(), known.keyId(), password));
-      return;
-    }
-    VERIFIED.remove(digest);
     Settings current = settings;
     if (current == null) {
       LOG.error("cannot check logins: the authenticator was not configured at start");
       throw new AuthenticationException(
           "The Thrift server cannot check API keys: its authenticator is not configured.");
+    }
+    String digest = sha256(password);
+    Verified known = verified.getIfPresent(digest);
+    if (known != null) {
+      LOG.debug("user '{}' logged in with a recently verified key", who);
+      LOGIN.set(new Login(known.team(), known.admin(), known.keyId(), password));
+      return;
     }
     String body = askApi(current, who, password);
     String role = field(ROLE, body, "?");
@@ -170,7 +177,7 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
     if (!admin && team == null) {
       throw new AuthenticationException("The hub API named no team for this key; ask an admin.");
     }
-    remember(current, digest, new Verified(0, team, admin, keyId));
+    verified.put(digest, new Verified(team, admin, keyId));
     LOGIN.set(new Login(team, admin, keyId, password));
     LOG.info("user '{}' logged in with key {} ({})", who, keyId, admin ? "admin key" : "team " + team);
   }
@@ -226,15 +233,6 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
             + " answered HTTP "
             + status
             + ". Try again later.");
-  }
-
-  private static void remember(Settings current, String digest, Verified verified) {
-    if (VERIFIED.size() >= MAX_CACHED_KEYS) {
-      VERIFIED.clear();
-    }
-    long expires = System.nanoTime() + current.cacheTime().toNanos();
-    VERIFIED.put(
-        digest, new Verified(expires, verified.team(), verified.admin(), verified.keyId()));
   }
 
   private static String sha256(String text) {

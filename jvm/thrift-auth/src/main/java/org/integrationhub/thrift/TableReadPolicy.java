@@ -2,6 +2,8 @@ package org.integrationhub.thrift;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.google.common.cache.Cache;
+import com.google.common.cache.CacheBuilder;
 import java.io.IOException;
 import java.net.http.HttpResponse;
 import java.time.Duration;
@@ -9,9 +11,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Pattern;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.TableIdentifier;
@@ -75,16 +75,6 @@ final class TableReadPolicy {
     }
   }
 
-  private record Timed<T>(T value, long expires) {
-    static <T> Timed<T> of(T value) {
-      return new Timed<>(value, System.nanoTime() + FRESH.toNanos());
-    }
-
-    boolean fresh() {
-      return expires - System.nanoTime() > 0;
-    }
-  }
-
   /** Why a table's grants could not be checked: the catalog or the API failed. */
   private static final class Unchecked extends Exception {
     Unchecked(String message) {
@@ -93,10 +83,10 @@ final class TableReadPolicy {
   }
 
   /** `catalog.namespace.name` to the table's {@code hub.feeds} ("" when it has none). */
-  private static final Map<String, Timed<String>> TABLE_FEEDS = new ConcurrentHashMap<>();
+  private static final Cache<String, String> TABLE_FEEDS = newCache();
 
   /** A feed's topic to its readers. */
-  private static final Map<String, Timed<Readers>> FEED_READERS = new ConcurrentHashMap<>();
+  private static final Cache<String, Readers> FEED_READERS = newCache();
 
   private TableReadPolicy() {}
 
@@ -261,9 +251,9 @@ final class TableReadPolicy {
   /** The table's {@code hub.feeds}, "" when it has none or is not a table of the catalog. */
   private static String feedsOf(SparkSession session, TableName table) throws Unchecked {
     String key = table.catalog() + "." + table.display();
-    Timed<String> known = TABLE_FEEDS.get(key);
-    if (known != null && known.fresh()) {
-      return known.value();
+    String known = TABLE_FEEDS.getIfPresent(key);
+    if (known != null) {
+      return known;
     }
     String feeds;
     try {
@@ -281,7 +271,7 @@ final class TableReadPolicy {
     } catch (Exception e) {
       throw new Unchecked("the catalog did not load it (" + e.getClass().getSimpleName() + ").");
     }
-    remember(TABLE_FEEDS, key, Timed.of(feeds));
+    TABLE_FEEDS.put(key, feeds);
     return feeds;
   }
 
@@ -290,9 +280,9 @@ final class TableReadPolicy {
     if (!TOPIC.matcher(feed).matches()) {
       return Readers.UNKNOWN;
     }
-    Timed<Readers> known = FEED_READERS.get(feed);
-    if (known != null && known.fresh()) {
-      return known.value();
+    Readers known = FEED_READERS.getIfPresent(feed);
+    if (known != null) {
+      return known;
     }
     HttpResponse<String> response;
     try {
@@ -313,7 +303,7 @@ final class TableReadPolicy {
     } else {
       readers = parse(response.body());
     }
-    remember(FEED_READERS, feed, Timed.of(readers));
+    FEED_READERS.put(feed, readers);
     return readers;
   }
 
@@ -332,10 +322,8 @@ final class TableReadPolicy {
     }
   }
 
-  private static <T> void remember(Map<String, Timed<T>> cache, String key, Timed<T> value) {
-    if (cache.size() >= MAX_CACHED) {
-      cache.clear();
-    }
-    cache.put(key, value);
+  /** A cache whose answers expire after {@link #FRESH}, evicting the least used past its bound. */
+  private static <V> Cache<String, V> newCache() {
+    return CacheBuilder.newBuilder().maximumSize(MAX_CACHED).expireAfterWrite(FRESH).build();
   }
 }
