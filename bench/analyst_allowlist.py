@@ -29,10 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.servers import local_loader_settings  # noqa: E402
-from spark_loaders.analyst import thrift_conf  # noqa: E402
-from spark_loaders.analyst_settings import AnalystAuth, AnalystSettings  # noqa: E402
-from spark_loaders.session import spark_session  # noqa: E402
-from spark_loaders.tables import stamp_feeds  # noqa: E402
+from spark_loaders.services.analyst import thrift_conf  # noqa: E402
+from spark_loaders.services.analyst_settings import AnalystAuth, AnalystSettings  # noqa: E402
+from spark_loaders.services.session import spark_session  # noqa: E402
+from spark_loaders.tables.delta_tables import stamp_feeds  # noqa: E402
 
 STATEMENTS = {
     "point query": "SELECT * FROM bench.views WHERE view_id = 42",

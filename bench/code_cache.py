@@ -112,8 +112,8 @@ def _one_run(run: dict[str, Any]) -> None:
     from hub_kafka.settings import KafkaSettings
     from registry.types import SchemaId
     from registry.wire import frame
-    from spark_loaders.bronze import BronzeLoader
-    from spark_loaders.session import spark_session
+    from spark_loaders.bronze.loader import BronzeLoader
+    from spark_loaders.services.session import spark_session
     from tests.support.loader import compilations, create_topic, encode, register
 
     prefix, topics = run["prefix"], run["topics"]
@@ -168,7 +168,7 @@ def _field_names(topic: int) -> list[str]:
 def _wait_for_round(stream: Any, landed: int, counted: set[int]) -> tuple[int, int]:
     """Wait until the query has read `landed` records in all and is between batches; return the
     `addBatch` milliseconds of the batches not `counted` yet (then counted), and how many."""
-    from spark_loaders.progress import recent_progress
+    from spark_loaders.runtime.progress import recent_progress
 
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:

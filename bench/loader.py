@@ -66,11 +66,11 @@ from bench.jfr import PARTS, Profile, recording  # noqa: E402
 from bench.servers import kafka_and_api, local_loader_settings, spark_driver_pid  # noqa: E402
 from hub_kafka.security import spark_options  # noqa: E402
 from hub_kafka.settings import KafkaSettings  # noqa: E402
-from spark_loaders.bronze import BronzeLoader  # noqa: E402
-from spark_loaders.progress import last_progress, recent_progress  # noqa: E402
-from spark_loaders.session import spark_session  # noqa: E402
+from spark_loaders.bronze.loader import BronzeLoader  # noqa: E402
+from spark_loaders.runtime.progress import last_progress, recent_progress  # noqa: E402
+from spark_loaders.runtime.storage import Location  # noqa: E402
+from spark_loaders.services.session import spark_session  # noqa: E402
 from spark_loaders.settings import LoaderSettings  # noqa: E402
-from spark_loaders.storage import Location  # noqa: E402
 from tests.support.loader import create_topic, produce_avro, register  # noqa: E402
 
 SCHEMA = {

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.servers import local_loader_settings, peak_rss_mb, spark_driver_pid  # noqa: E402
-from spark_loaders.session import (  # noqa: E402
+from spark_loaders.services.session import (  # noqa: E402
     FAST_S3A_LISTING_CONF,
     LOCAL_LOG_STORE,
     LOCAL_LOG_STORE_CONF,

@@ -42,14 +42,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.servers import local_loader_settings, peak_rss_mb, self_peak_rss_mb, spark_driver_pid  # noqa: E402
-from spark_loaders.analyst import staleness_conf  # noqa: E402
-from spark_loaders.analyst_settings import AnalystSettings  # noqa: E402
-from spark_loaders.maintenance import TableMaintenance  # noqa: E402
-from spark_loaders.session import (  # noqa: E402
+from spark_loaders.services.analyst import staleness_conf  # noqa: E402
+from spark_loaders.services.analyst_settings import AnalystSettings  # noqa: E402
+from spark_loaders.services.session import (  # noqa: E402
     LOCAL_LOG_STORE,
     LOCAL_LOG_STORE_CONF,
     spark_session,
 )
+from spark_loaders.tables.maintenance import TableMaintenance  # noqa: E402
 
 QUERY = """
     SELECT category, count(*) AS orders, round(sum(amount), 2) AS revenue,

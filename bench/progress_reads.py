@@ -7,7 +7,7 @@ turns `--rounds` times, each way reads the last report `--reads` times and the k
 a tenth as often:
 
 - PySpark's objects: `query.lastProgress`, `query.recentProgress`;
-- their JSON text (`spark_loaders.progress`): one call per report, parsed in Python.
+- their JSON text (`spark_loaders.runtime.progress`): one call per report, parsed in Python.
 
 It prints the median time of a read of each kind (the driver's Python and JVM together, as the
 loader's process spends it), their ratio, the classes Spark's code generator compiled while
@@ -36,8 +36,8 @@ from bench.servers import (  # noqa: E402
     self_peak_rss_mb,
     spark_driver_pid,
 )
-from spark_loaders.progress import last_progress, recent_progress  # noqa: E402
-from spark_loaders.session import spark_session  # noqa: E402
+from spark_loaders.runtime.progress import last_progress, recent_progress  # noqa: E402
+from spark_loaders.services.session import spark_session  # noqa: E402
 from tests.support.loader import compilations  # noqa: E402
 
 

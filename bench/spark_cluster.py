@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.servers import kafka_and_api, print_peak_rss  # noqa: E402
-from spark_loaders.cluster import LocalCluster  # noqa: E402
-from spark_loaders.cluster_settings import ClusterSettings  # noqa: E402
+from spark_loaders.services.cluster import LocalCluster  # noqa: E402
+from spark_loaders.services.cluster_settings import ClusterSettings  # noqa: E402
 from tests.support.loader import create_topic, produce_avro, register  # noqa: E402
 from tests.support.loader_process import LoaderProcess, loader_env  # noqa: E402
 from tests.support.ports import free_port, free_ports_in_a_row  # noqa: E402

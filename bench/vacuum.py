@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.servers import local_loader_settings, peak_rss_mb, self_peak_rss_mb, spark_driver_pid  # noqa: E402
-from spark_loaders.maintenance import TableMaintenance  # noqa: E402
-from spark_loaders.session import spark_session  # noqa: E402
+from spark_loaders.services.session import spark_session  # noqa: E402
+from spark_loaders.tables.maintenance import TableMaintenance  # noqa: E402
 
 
 def _timed(spark: Any, group: str, vacuum: Callable[[], object]) -> tuple[float, int]:

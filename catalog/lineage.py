@@ -146,7 +146,7 @@ class LineageStore:
 
         A span names the commit whose offsets hold it, found by its offsets: it is usually
         recorded in that same commit, but may come in a commit of its own just after
-        (`spark_loaders.bronze`, "_record_requests"). A partition can have several offset
+        (`spark_loaders.bronze.loader`, "_record_requests"). A partition can have several offset
         ranges in a commit (a replay's); a span's first offset is in one of them.
         """
         query = (

@@ -10,7 +10,7 @@ import typer
 from hub_cli.service_commands import add_service_commands
 
 if TYPE_CHECKING:
-    from spark_loaders.metastore import MetastoreServer
+    from spark_loaders.services.metastore import MetastoreServer
 
 log = logging.getLogger("hub")
 
@@ -55,7 +55,8 @@ def sql(
     if key:
         _sql_through_the_analysts_server(query, key=key, limit=limit)
         return
-    from spark_loaders import LoaderSettings, spark_session
+    from spark_loaders.services.session import spark_session
+    from spark_loaders.settings import LoaderSettings
 
     with spark_session(LoaderSettings(), app_name="hub-sql") as spark:
         spark.sql(query).show(limit, truncate=False)
@@ -68,7 +69,7 @@ def _sql_through_the_analysts_server(query: str, *, key: str, limit: int) -> Non
     from thrift.transport.TTransport import TTransportException
 
     from hub_cli.errors import AnalystServerUnavailable, SqlRefused
-    from spark_loaders.analyst_settings import AnalystSettings
+    from spark_loaders.services.analyst_settings import AnalystSettings
 
     settings = AnalystSettings()
     where = f"{settings.host}:{settings.port}"
@@ -130,7 +131,7 @@ def _print_rows(columns: list[str], rows: list[tuple[object, ...]]) -> None:
 
 
 def _metastore_server() -> "MetastoreServer":
-    from spark_loaders.metastore import MetastoreServer
+    from spark_loaders.services.metastore import MetastoreServer
     from spark_loaders.settings import LoaderSettings
 
     return MetastoreServer(LoaderSettings())
@@ -138,7 +139,7 @@ def _metastore_server() -> "MetastoreServer":
 
 def _local_metastore_configured() -> bool:
     """Print which metastore the settings select; True when it is the local server."""
-    from spark_loaders import metastore
+    from spark_loaders.services import metastore
     from spark_loaders.settings import LoaderSettings
 
     settings = LoaderSettings()
@@ -179,9 +180,10 @@ def analyst_serve(
     Logins need a hub API key as the password unless HUB_ANALYST_AUTH=none, which is refused
     on any address but loopback.
     """
-    from spark_loaders import LoaderSettings, spark_session
-    from spark_loaders.analyst import ThriftServer, require_safe_exposure, thrift_conf
-    from spark_loaders.analyst_settings import AnalystAuth, AnalystSettings
+    from spark_loaders.services.analyst import ThriftServer, require_safe_exposure, thrift_conf
+    from spark_loaders.services.analyst_settings import AnalystAuth, AnalystSettings
+    from spark_loaders.services.session import spark_session
+    from spark_loaders.settings import LoaderSettings
 
     overrides = {k: v for k, v in {"port": port, "host": host}.items() if v is not None}
     settings = AnalystSettings(**overrides)  # type: ignore[arg-type]

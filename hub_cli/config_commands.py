@@ -63,8 +63,8 @@ def components() -> list[Component]:
     from hub_cli.settings import StackSettings
     from hub_kafka.settings import KafkaSettings
     from registry.settings import RegistrySettings
-    from spark_loaders.analyst_settings import AnalystSettings
-    from spark_loaders.cluster_settings import ClusterSettings
+    from spark_loaders.services.analyst_settings import AnalystSettings
+    from spark_loaders.services.cluster_settings import ClusterSettings
     from spark_loaders.settings import LoaderSettings
 
     classes: list[tuple[str, type[BaseSettings]]] = [

@@ -44,11 +44,12 @@ def load_run(
     """
     from hub_core.health import HealthServer
     from hub_kafka.settings import KafkaSettings
-    from spark_loaders import LoaderSettings, spark_session
-    from spark_loaders.metrics import LOADER_METRICS
-    from spark_loaders.runner import run_streams
-    from spark_loaders.silver.runner import Downstream
-    from spark_loaders.status import serve_status
+    from spark_loaders.control.status import serve_status
+    from spark_loaders.runner.downstream import Downstream
+    from spark_loaders.runner.streams import run_streams
+    from spark_loaders.runtime.metrics import LOADER_METRICS
+    from spark_loaders.services.session import spark_session
+    from spark_loaders.settings import LoaderSettings
 
     # Built with the option, not copied: the master is validated like HUB_LOADER_MASTER.
     settings = LoaderSettings(master=master) if master else LoaderSettings()
@@ -100,9 +101,9 @@ def load_maintain(
     loader is stopped. Exits 1 when a table could not be maintained.
     """
     from hub_cli.progress import progress_bar
-    from spark_loaders import LoaderSettings, spark_session
-    from spark_loaders.maintenance import TableMaintenance
-    from spark_loaders.settings import LAYERS, check_layers
+    from spark_loaders.services.session import spark_session
+    from spark_loaders.settings import LAYERS, LoaderSettings, check_layers
+    from spark_loaders.tables.maintenance import TableMaintenance
 
     try:
         check_layers(layer or [])
@@ -155,9 +156,9 @@ def load_plan(
     Exits 1 when records would be quarantined or the registry would refuse the schema.
     """
     from registry.avro import parse
-    from spark_loaders.plan import plan, table_columns_from_log
-    from spark_loaders.reprocess import current_location
-    from spark_loaders.schemas import RegistryClient
+    from spark_loaders.bronze.plan import plan, table_columns_from_log
+    from spark_loaders.bronze.reprocess import current_location
+    from spark_loaders.bronze.schemas import RegistryClient
     from spark_loaders.settings import LoaderSettings
 
     if not schema_file.is_file():
@@ -206,7 +207,7 @@ def load_status(
     """
     from dataclasses import asdict
 
-    from spark_loaders.feed_status import FeedStatusBook
+    from spark_loaders.bronze.feed_status import FeedStatusBook
     from spark_loaders.settings import LoaderSettings
     from spark_loaders.types import FeedState, GoldState
     from spark_loaders.warehouse.status import GoldStatusBook
@@ -235,8 +236,9 @@ def load_replay(
 ) -> None:
     """Decode `quarantine.<topic>` again; land what decodes now in bronze, exactly once."""
     from hub_cli.progress import progress_bar
-    from spark_loaders import LoaderSettings, spark_session
-    from spark_loaders.replay import replay
+    from spark_loaders.bronze.replay import replay
+    from spark_loaders.services.session import spark_session
+    from spark_loaders.settings import LoaderSettings
 
     settings = LoaderSettings()
     with spark_session(settings, app_name="hub-replay") as spark, progress_bar() as progress:
@@ -255,8 +257,9 @@ def load_reprocess(
     """
     from hub_cli.progress import progress_bar
     from hub_kafka.settings import KafkaSettings
-    from spark_loaders import LoaderSettings, spark_session
-    from spark_loaders.reprocess import build
+    from spark_loaders.bronze.reprocess import build
+    from spark_loaders.services.session import spark_session
+    from spark_loaders.settings import LoaderSettings
 
     settings = LoaderSettings()
     with spark_session(settings, app_name="hub-reprocess") as spark, progress_bar() as progress:

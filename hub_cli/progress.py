@@ -2,8 +2,8 @@
 
 `hub load replay`, `hub load reprocess`, `hub load maintain` and `hub warehouse build` hand a
 `ProgressBar` to the operation they run, which calls it as each step starts
-(`spark_loaders.work_progress`): one line with the step, a bar, how many units are done of how
-many, and the time elapsed.
+(`spark_loaders.runtime.work_progress`): one line with the step, a bar, how many units are done
+of how many, and the time elapsed.
 
 The bar is drawn only while stderr is a terminal, so a command whose stderr goes to a file or a
 pipe writes what it wrote before; stdout, which scripts read, gets none of it. While it is drawn,

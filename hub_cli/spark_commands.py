@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from spark_loaders.cluster import ClusterStatus, LocalCluster
+    from spark_loaders.services.cluster import ClusterStatus, LocalCluster
 
 spark_app = typer.Typer(
     help="The local Spark standalone cluster: a master and workers, each a JVM of its own.",
@@ -18,8 +18,8 @@ spark_app = typer.Typer(
 
 def _cluster() -> "LocalCluster":
     # Built inside each command, so that `hub --help` reads no settings.
-    from spark_loaders.cluster import LocalCluster
-    from spark_loaders.cluster_settings import ClusterSettings
+    from spark_loaders.services.cluster import LocalCluster
+    from spark_loaders.services.cluster_settings import ClusterSettings
 
     return LocalCluster(ClusterSettings())
 

@@ -37,9 +37,9 @@ from hub_kafka.security import client_environment
 from hub_kafka.settings import KafkaSettings
 from migrations import migrate
 from registry.settings import RegistrySettings
-from spark_loaders import metastore
-from spark_loaders.analyst_settings import AnalystSettings
-from spark_loaders.metastore import MetastoreKind, MetastoreServer, metastore_kind
+from spark_loaders.services import metastore
+from spark_loaders.services.analyst_settings import AnalystSettings
+from spark_loaders.services.metastore import MetastoreKind, MetastoreServer, metastore_kind
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,10 @@ def warehouse_build(
 ) -> None:
     """Catch silver up with bronze, then build or refresh `gold.dim_*` and `gold.fact_*`."""
     from hub_cli.progress import progress_bar
-    from spark_loaders import LoaderSettings, spark_session
-    from spark_loaders.warehouse import build_model, load_model
+    from spark_loaders.runner.downstream import build_model
+    from spark_loaders.services.session import spark_session
+    from spark_loaders.settings import LoaderSettings
+    from spark_loaders.warehouse.model import load_model
 
     path = model or demo_model()
     load_model(path)  # a bad model fails before Spark starts

@@ -12,7 +12,7 @@ serves with the standard library's WSGI server.
   registry). Until the first report the reason is "starting".
 - `GET /metrics`: the process's Prometheus metrics, when it was given a registry of them.
 - Further paths a process `mount`s (the loader's `/status`, `/plan`, `/replay`: see
-  spark_loaders/status.py), which answer for themselves, any method.
+  spark_loaders/control/status.py), which answer for themselves, any method.
 
 Requests are served each in a thread of its own, so a slow mounted route (a replay runs a
 Spark job) never holds up a probe.

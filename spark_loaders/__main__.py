@@ -15,11 +15,11 @@ from pyspark.sql import SparkSession
 from hub_core.config_file import apply_config_file
 from hub_core.health import HealthServer
 from hub_kafka.settings import KafkaSettings
-from spark_loaders.metrics import LOADER_METRICS
-from spark_loaders.runner import run_streams
-from spark_loaders.session import SAFE_CONF, lock_down, spark_session
+from spark_loaders.control.status import serve_status
+from spark_loaders.runner.streams import run_streams
+from spark_loaders.runtime.metrics import LOADER_METRICS
+from spark_loaders.services.session import SAFE_CONF, lock_down, spark_session
 from spark_loaders.settings import LoaderSettings
-from spark_loaders.status import serve_status
 
 
 def main(argv: list[str] | None = None) -> int:

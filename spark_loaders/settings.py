@@ -8,7 +8,13 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hub_core.settings import default_home
-from spark_loaders.storage import Location, RemoteLocation, is_remote, parse_location, s3a_conf
+from spark_loaders.runtime.storage import (
+    Location,
+    RemoteLocation,
+    is_remote,
+    parse_location,
+    s3a_conf,
+)
 
 # Hub topics are `<domain>.<name>`; dead-letter topics and Kafka's internal ones are not landed.
 DEFAULT_TOPIC_PATTERN = r"^(?!.*\.dlq$)[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$"

@@ -186,7 +186,7 @@ def connect_hub(
 @pytest.fixture(scope="session")
 def metastore_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The session's local metastore server (Derby), shared by every Spark process."""
-    from spark_loaders.metastore import MetastoreServer
+    from spark_loaders.services.metastore import MetastoreServer
     from spark_loaders.settings import LoaderSettings
     from tests.support.ports import free_port
 
@@ -229,7 +229,7 @@ def loader_settings(  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def spark(loader_settings):  # type: ignore[no-untyped-def]
     """One Spark session for the whole test run: Delta, Hive metastore, local jars."""
-    from spark_loaders.session import spark_session
+    from spark_loaders.services.session import spark_session
 
     with spark_session(loader_settings, app_name="hub-tests") as session:
         yield session
@@ -264,8 +264,8 @@ def loader_topic(
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """A local Spark standalone cluster (a master and two workers, each its own JVM), started
     only when a test asks for it. A test that kills a worker starts it again when done."""
-    from spark_loaders.cluster import LocalCluster
-    from spark_loaders.cluster_settings import ClusterSettings
+    from spark_loaders.services.cluster import LocalCluster
+    from spark_loaders.services.cluster_settings import ClusterSettings
     from tests.support.ports import free_port, free_ports_in_a_row
 
     cluster = LocalCluster(

@@ -17,20 +17,11 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.types import MapType
 
 from hub_core.ledger import LedgerEntry, LedgerKind
-from spark_loaders.comments import set_table_comment
 from spark_loaders.errors import LoaderError
-from spark_loaders.isolation import FailureKind, classify, describe
-from spark_loaders.lineage import (
-    checkpoint_table_id,
-    commit_metadata,
-    delta_table_id,
-    stream_read,
-)
-from spark_loaders.maintenance import new_table_properties
-from spark_loaders.openlineage import RunEvents, run_events
+from spark_loaders.runtime.isolation import FailureKind, classify, describe
+from spark_loaders.runtime.storage import Location, parse_location
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.changes import (
     _DROP,
@@ -49,13 +40,22 @@ from spark_loaders.silver.changes import (
     truncate_markers,
 )
 from spark_loaders.silver.keys import discover
-from spark_loaders.storage import Location, parse_location
-from spark_loaders.tables import (
+from spark_loaders.tables.comments import set_table_comment
+from spark_loaders.tables.delta_tables import (
     FEEDS_PROPERTY,
     catalog_properties,
     save_as_new_table,
     stamp_feeds,
 )
+from spark_loaders.tables.lineage import (
+    checkpoint_table_id,
+    commit_metadata,
+    delta_table_id,
+    stream_read,
+)
+from spark_loaders.tables.maintenance import new_table_properties
+from spark_loaders.tables.merges import detached, without_unchanged
+from spark_loaders.tables.openlineage import RunEvents, run_events
 
 log = logging.getLogger(__name__)
 
@@ -294,41 +294,6 @@ class SilverLoader:
     def _comment(self, table: str, what: str) -> None:
         text = f"{what} of {self._spec.bronze_table}, in source order (hub silver)."
         set_table_comment(self._spark, table, text)
-
-
-def detached(frame: DataFrame) -> DataFrame:
-    """The frame computed now, with fresh column identities, to MERGE into a table it read.
-
-    The MERGE changes the table the frame was computed from, so it must not be recomputed
-    afterwards; and Delta cannot tell source from target columns when they share identities.
-    """
-    computed = frame.localCheckpoint(eager=True)
-    return computed.select(*[F.col(c).alias(c) for c in computed.columns])
-
-
-def without_unchanged(rows: DataFrame, table: DataFrame, *, flag: str | None = None) -> DataFrame:
-    """`rows` less those `table` already holds as they are (every column equal, nulls too),
-    computed now (`detached`). Rows with the boolean column `flag` set (a deletion, `flag` not
-    being a column of the table) are all kept.
-
-    Delta's MERGE rewrites, and commits, every file holding a row its ON condition matches,
-    even when no clause's condition then holds: a replayed batch, or a rebuild over unchanged
-    data, would commit a copy of what the table holds, with a second ledger entry. A MERGE
-    given only the rows that change commits nothing when none do.
-    """
-    columns = [c for c in rows.columns if c != flag]
-    comparable = set(columns) <= set(table.columns) and not any(
-        isinstance(rows.schema[c].dataType, MapType) for c in columns
-    )
-    if not comparable:
-        # New columns reach the table through the MERGE's schema evolution; maps cannot be
-        # compared by Spark's set operations.
-        return detached(rows)
-    flagged = F.coalesce(F.col(flag), F.lit(False)) if flag is not None else F.lit(False)
-    fresh = rows.where(~flagged).select(*columns).exceptAll(table.select(*columns))
-    if flag is not None:
-        fresh = fresh.withColumn(flag, F.lit(False)).unionByName(rows.where(flagged))
-    return detached(fresh)
 
 
 def _all_null(columns: Sequence[str]) -> Column:

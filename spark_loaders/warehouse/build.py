@@ -2,7 +2,7 @@
 
 Several teams' models are built one after another in a pass, and one table failing must not
 stop the others (ADR 0022). Each table is built on its own and its failure is classified as
-bronze's are (`spark_loaders.isolation`):
+bronze's are (`spark_loaders.runtime.isolation`):
 
 - a failure of the table itself (`FEED`: a Delta error of that table, Spark refusing its
   data) marks the table `failed` with one ERROR log line; the model's other tables are built,
@@ -24,30 +24,26 @@ table's build is an OpenLineage run of job `hub-gold-<table>`
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
 
 from hub_core.naming import TopicName, bronze_table
 from hub_core.retries import Backoff, retry_transient_interruptibly
-from spark_loaders.isolation import FailureKind, as_transient, classify, describe
-from spark_loaders.lineage import commit_metadata, follow_conf, ledger_session
-from spark_loaders.openlineage import RunEvents, run_events
-from spark_loaders.settings import LoaderSettings
-from spark_loaders.silver.loader import start_silver
+from spark_loaders.runtime.isolation import FailureKind, as_transient, classify, describe
+from spark_loaders.runtime.work_progress import WorkProgress, no_progress
+from spark_loaders.tables.lineage import commit_metadata, follow_conf, ledger_session
+from spark_loaders.tables.openlineage import RunEvents
 from spark_loaders.types import GoldState
 from spark_loaders.warehouse.dimensions import DimensionBuilder, dim_table, history_table
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.facts import FactBuilder, fact_table
-from spark_loaders.warehouse.model import Fact, WarehouseModel, load_model
+from spark_loaders.warehouse.model import Fact, WarehouseModel
 from spark_loaders.warehouse.snapshots import GoldLedger, Snapshots, current_version
 from spark_loaders.warehouse.status import BUILD_FAILED, DIMENSION_NOT_BUILT, GoldStatusBook
-from spark_loaders.work_progress import WorkProgress, no_progress
 
 log = logging.getLogger(__name__)
 
@@ -315,56 +311,3 @@ class WarehouseBuilder:
 
 def _write_fact(builder: FactBuilder, table: str, report: BuildReport) -> None:
     report.rows[table] = builder.write()
-
-
-def catch_up_silver(
-    spark: SparkSession, settings: LoaderSettings, *, progress: WorkProgress = no_progress
-) -> None:
-    """Bring every silver table up to date with bronze once; `progress` hears of each stream."""
-    running: dict[str, StreamingQuery] = {}
-    queries = start_silver(spark, settings, running=running, available_now=True)
-    for done, query in enumerate(queries):
-        progress(f"catching silver up with bronze: {query.name}", done, len(queries))
-        query.awaitTermination()
-        if query.exception() is not None:
-            raise query.exception()  # type: ignore[misc]
-    progress("caught silver up with bronze", len(queries), len(queries))
-
-
-def build_models(
-    spark: SparkSession,
-    settings: LoaderSettings,
-    paths: Sequence[Path],
-    *,
-    progress: WorkProgress = no_progress,
-) -> list[BuildReport]:
-    """Catch silver up with bronze, then build each model at `paths` once.
-
-    Every model is built, whatever another's tables did; then the first table not built, if
-    any, is raised, so that a one-shot build exits non-zero. `progress` hears of each silver
-    stream caught up, then of each model's tables.
-    """
-    models = [(path, load_model(path)) for path in paths]
-    catch_up_silver(spark, settings, progress=progress)
-    statuses = GoldStatusBook.in_checkpoints(settings.state_dir)
-    events = run_events(settings)
-    reports = []
-    for path, model in models:
-        builder = WarehouseBuilder(spark, model, source=str(path), statuses=statuses, events=events)
-        report = builder.build(progress=progress)
-        log.info("warehouse built from %s: %s", path, report.describe())
-        reports.append(report)
-    for report in reports:
-        report.raise_first()
-    return reports
-
-
-def build_model(
-    spark: SparkSession,
-    settings: LoaderSettings,
-    path: Path,
-    *,
-    progress: WorkProgress = no_progress,
-) -> BuildReport:
-    """Catch silver up with bronze, then build the model at `path` once."""
-    return build_models(spark, settings, [path], progress=progress)[0]

@@ -15,10 +15,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType, TimestampType
 
 from hub_core.naming import TopicName, table_suffix
-from spark_loaders.comments import set_table_comment
-from spark_loaders.maintenance import new_table_properties
-from spark_loaders.silver.loader import without_unchanged
-from spark_loaders.tables import save_as_new_table, stamp_feeds_once
+from spark_loaders.tables.comments import set_table_comment
+from spark_loaders.tables.delta_tables import save_as_new_table, stamp_feeds_once
+from spark_loaders.tables.maintenance import new_table_properties
+from spark_loaders.tables.merges import without_unchanged
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.model import Dimension, ScdType
 from spark_loaders.warehouse.snapshots import Snapshots

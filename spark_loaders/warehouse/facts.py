@@ -11,10 +11,10 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from hub_core.naming import TopicName, bronze_table
-from spark_loaders.comments import set_table_comment
-from spark_loaders.maintenance import new_table_properties
-from spark_loaders.silver.loader import detached, without_unchanged
-from spark_loaders.tables import save_as_new_table, stamp_feeds_once
+from spark_loaders.tables.comments import set_table_comment
+from spark_loaders.tables.delta_tables import save_as_new_table, stamp_feeds_once
+from spark_loaders.tables.maintenance import new_table_properties
+from spark_loaders.tables.merges import detached, without_unchanged
 from spark_loaders.warehouse.dimensions import (
     UNKNOWN_KEY,
     VALID_FROM,

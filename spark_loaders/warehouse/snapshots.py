@@ -15,7 +15,7 @@ Each read also names the source's Delta table id: a bronze table swapped to its 
 rebuild is a new table whose versions are numbered from 0 again, and the range after a swap
 starts at 0.
 
-The build runs on a session of its own (`spark_loaders.lineage.ledger_session`): the ledger
+The build runs on a session of its own (`spark_loaders.tables.lineage.ledger_session`): the ledger
 entry is set as a session conf around the build's MERGEs, and a stream started from the
 loader's shared session while it was set would take it along (a query clones its session's
 conf when it starts).
@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hub_core.ledger import LedgerEntry, LedgerKind, TableRead, decode
-from spark_loaders.lineage import TableIds
+from spark_loaders.tables.lineage import TableIds
 
 
 def current_version(spark: SparkSession, table: str) -> int | None:

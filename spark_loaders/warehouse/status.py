@@ -1,9 +1,9 @@
 """Where each gold table stands in the warehouse passes, for `hub load status` and alerts.
 
-Like the bronze loader's feed statuses (`spark_loaders.feed_status`), one JSON file next to the
-loader's checkpoints, `hub-gold.tables.json`, holds one entry per gold table of every model
-built: its `GoldState`, the reason code and message of its last incident, and since when it is
-in that state. The file is rewritten atomically, and only when a table changes state.
+Like the bronze loader's feed statuses (`spark_loaders.bronze.feed_status`), one JSON file next
+to the loader's checkpoints, `hub-gold.tables.json`, holds one entry per gold table of every
+model built: its `GoldState`, the reason code and message of its last incident, and since when
+it is in that state. The file is rewritten atomically, and only when a table changes state.
 
 Unlike the bronze file, it may be written by two processes (the loader's passes and a
 `hub warehouse build` run next to it), so every change re-reads the file under an exclusive lock
@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from spark_loaders.feed_status import now_iso, write_atomically
+from spark_loaders.runtime.status_files import now_iso, write_atomically
 from spark_loaders.types import GoldState
 
 STATUS_FILE = "hub-gold.tables.json"

@@ -370,9 +370,9 @@ def items(
     from pydantic import SecretStr
 
     from hub_kafka.settings import KafkaSettings
-    from spark_loaders.bronze import BronzeLoader
-    from spark_loaders.metrics import LOADER_METRICS
-    from spark_loaders.progress import last_progress
+    from spark_loaders.bronze.loader import BronzeLoader
+    from spark_loaders.runtime.metrics import LOADER_METRICS
+    from spark_loaders.runtime.progress import last_progress
     from tests.support.loader import produce_avro, register
 
     topic = unique_topic("shop")
@@ -409,7 +409,7 @@ def console_with_loader(
     """An API whose console reads the loader's status, plan and replay: the control routes on
     a health server of their own, with the session's Spark, as `hub load run` mounts them."""
     from hub_core.health import HealthServer
-    from spark_loaders.status import serve_status
+    from spark_loaders.control.status import serve_status
     from tests.support.api_server import serve_api
 
     _topic, settings = items

@@ -22,14 +22,16 @@ from catalog.tables import LineageCommitRow
 from hub_core.database import create_database_engine
 from hub_kafka.settings import KafkaSettings
 from migrations import migrate
-from spark_loaders.bronze import BronzeLoader
-from spark_loaders.lineage import USER_METADATA_CONF
-from spark_loaders.replay import replay
-from spark_loaders.row_lookup import row_position
+from spark_loaders.bronze.loader import BronzeLoader
+from spark_loaders.bronze.replay import replay
+from spark_loaders.control.row_lookup import row_position
+from spark_loaders.runner.downstream import build_model
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.changes import ChangelogSpec
 from spark_loaders.silver.loader import SilverLoader
-from spark_loaders.warehouse import WarehouseBuilder, build_model, parse_model
+from spark_loaders.tables.lineage import USER_METADATA_CONF
+from spark_loaders.warehouse.build import WarehouseBuilder
+from spark_loaders.warehouse.model import parse_model
 from tests.support.api_server import serve_api
 from tests.support.cdc import CdcEnvironment, Event, libpq_url, wait_for
 from tests.support.hub_client import bearer, create_feed, create_key, unique_topic

@@ -9,9 +9,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from hub_kafka.settings import KafkaSettings
-from spark_loaders.bronze import BronzeLoader
-from spark_loaders.metrics import source_lag
-from spark_loaders.progress import last_progress, recent_progress
+from spark_loaders.bronze.loader import BronzeLoader
+from spark_loaders.runtime.metrics import source_lag
+from spark_loaders.runtime.progress import last_progress, recent_progress
 from spark_loaders.settings import LoaderSettings
 from tests.support.hub_client import create_feed, publish, unique_topic
 from tests.support.loader import compilations, live_count

@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_loaders.bronze import BronzeLoader
-from spark_loaders.lifecycle import stop_between_batches
-from spark_loaders.replay import replay
+from spark_loaders.bronze.loader import BronzeLoader
+from spark_loaders.bronze.replay import replay
+from spark_loaders.runtime.lifecycle import stop_between_batches
 from tests.support.loader import LoaderTopic, encode, live_count, produce
 from tests.support.waiting import wait_until
 

@@ -19,11 +19,11 @@ from hub_cli.main import app
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.settings import KafkaSettings
 from registry.wire import frame
-from spark_loaders.bronze import BronzeLoader
-from spark_loaders.feed_status import FeedStatusBook
-from spark_loaders.lifecycle import stop_between_batches
-from spark_loaders.metrics import LOADER_METRICS
-from spark_loaders.replay import replay
+from spark_loaders.bronze.feed_status import FeedStatusBook
+from spark_loaders.bronze.loader import BronzeLoader
+from spark_loaders.bronze.replay import replay
+from spark_loaders.runtime.lifecycle import stop_between_batches
+from spark_loaders.runtime.metrics import LOADER_METRICS
 from spark_loaders.settings import LoaderSettings
 from tests.support.hub_client import bearer, unique_topic
 from tests.support.loader import create_topic, live_count, produce, produce_avro, register
@@ -159,7 +159,7 @@ def test_undecodable_payloads_are_counted_and_quarantined_while_the_rest_of_the_
     broken = produce(kafka_bootstrap, topic, [frame(visit_id, b"\x10/a"), frame(visit_id, b"")])
     produce_avro(kafka_bootstrap, topic, visit_id, EVENT, [{"page": "/b", "n": 2}])
     settings = _settings(loader_settings, tmp_path, topic)
-    caplog.set_level(logging.INFO, logger="spark_loaders.bronze")
+    caplog.set_level(logging.INFO, logger="spark_loaders.bronze.loader")
     table = _table("bronze", topic)
 
     def metric(name: str, **labels: str) -> float:

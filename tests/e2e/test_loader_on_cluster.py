@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 
 from hub_cli import demo
 from hub_core.naming import TopicName, table_suffix
-from spark_loaders.cluster import LocalCluster
+from spark_loaders.services.cluster import LocalCluster
 from tests.support.hub_client import create_feed, publish, unique_topic
 from tests.support.loader import create_topic, produce_avro, register
 from tests.support.loader_process import LoaderProcess, loader_env

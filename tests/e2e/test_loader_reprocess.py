@@ -13,12 +13,13 @@ from sqlalchemy import Engine
 from catalog.lineage import LineageStore, LineageSync
 from hub_core.database import create_database_engine
 from migrations import migrate
-from spark_loaders.lineage import delta_table_id
-from spark_loaders.reprocess import SwapRequests, build
-from spark_loaders.row_lookup import row_position
+from spark_loaders.bronze.reprocess import SwapRequests, build
+from spark_loaders.control.row_lookup import row_position
 from spark_loaders.silver.changes import ChangelogSpec
 from spark_loaders.silver.loader import SilverLoader
-from spark_loaders.warehouse import WarehouseBuilder, parse_model
+from spark_loaders.tables.lineage import delta_table_id
+from spark_loaders.warehouse.build import WarehouseBuilder
+from spark_loaders.warehouse.model import parse_model
 from tests.e2e.test_lineage import ENVELOPE, _change
 from tests.support.loader import LoaderTopic
 

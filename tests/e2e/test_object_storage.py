@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 
 from hub_cli import demo
 from hub_core.naming import TopicName, table_suffix
-from spark_loaders.feed_status import STATUS_FILE as FEED_STATUS_FILE
+from spark_loaders.bronze.feed_status import STATUS_FILE as FEED_STATUS_FILE
 from tests.support.api_server import serve_api
 from tests.support.hub_client import bearer, create_feed, publish, unique_topic
 from tests.support.loader import produce

@@ -13,8 +13,8 @@ from pyspark.sql import SparkSession
 from hub_cli import demo
 from hub_core.naming import TopicName, table_suffix
 from hub_kafka.settings import KafkaSettings
+from spark_loaders.runner.downstream import build_model
 from spark_loaders.settings import LoaderSettings
-from spark_loaders.warehouse.build import build_model
 from tests.support.api_server import serve_api
 from tests.support.connect import connector_file, running_worker
 from tests.support.hub_client import create_feed, create_key, publish, unique_topic

@@ -15,9 +15,9 @@ from hub_cli import demo
 from hub_core.errors import ErrorCode, HubError
 from hub_core.naming import TopicName, table_suffix
 from hub_kafka.settings import KafkaSettings
-from spark_loaders.row_lookup import row_position
+from spark_loaders.control.row_lookup import row_position
+from spark_loaders.runner.downstream import build_model
 from spark_loaders.settings import LoaderSettings
-from spark_loaders.warehouse import build_model
 from tests.support.hub_client import create_feed, publish, unique_topic
 from tests.support.loader import land_once
 

@@ -24,8 +24,8 @@ from thrift.transport.TTransport import TTransportException
 from hub_cli import demo
 from hub_core.naming import TopicName, bronze_table
 from hub_kafka.settings import KafkaSettings
-from spark_loaders.bronze import BronzeLoader
-from spark_loaders.lifecycle import stop_between_batches
+from spark_loaders.bronze.loader import BronzeLoader
+from spark_loaders.runtime.lifecycle import stop_between_batches
 from spark_loaders.settings import LoaderSettings
 from tests.support.analyst import (
     REFUSED,

@@ -3,8 +3,8 @@
 A renamed metric, or a typo in a panel, would leave a panel silently empty in production. The
 names exposed are those of real `/metrics` answers: the session's API, and a connector worker
 serving its registry over the health server as `hub connect run` does. The loader's are those
-of the registry its health server serves (`spark_loaders.metrics`), collected in this process
-rather than by starting Spark.
+of the registry its health server serves (`spark_loaders.runtime.metrics`), collected in this
+process rather than by starting Spark.
 """
 
 import json
@@ -15,7 +15,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from hub_core.health import HealthServer
-from spark_loaders.metrics import LOADER_METRICS
+from spark_loaders.runtime.metrics import LOADER_METRICS
 from tests.conftest import REPO
 from tests.support.connect import ConnectHub, connector_file
 from tests.support.metrics import dashboard_queries, queried_metrics, series_names

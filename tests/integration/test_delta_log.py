@@ -1,5 +1,5 @@
 """The loader's `/status` reads tables' facts from their Delta logs with plain Python
-(spark_loaders/delta_log.py): on tables Delta itself wrote, the rows, version and commit time
+(spark_loaders/tables/delta_log.py): on tables Delta itself wrote, the rows, version and commit time
 agree with what Spark says, through appends, a MERGE's rewrite and a quarantine's reasons."""
 
 import time
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_loaders.delta_log import TableLog
+from spark_loaders.tables.delta_log import TableLog
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from hub_kafka.errors import KafkaAuthFailed, KafkaTlsFailed
 from hub_kafka.security import client_environment
 from hub_kafka.settings import KafkaSettings
 from registry.settings import RegistrySettings
-from spark_loaders.bronze import BronzeLoader
+from spark_loaders.bronze.loader import BronzeLoader
 from spark_loaders.settings import LoaderSettings
 from tests.conftest import REPO
 from tests.support.ports import free_port

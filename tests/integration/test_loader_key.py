@@ -14,7 +14,7 @@ import pytest
 from catalog.teams import TeamStore
 from hub_core.database import create_database_engine
 from registry.types import SchemaId
-from spark_loaders.schemas import RegistryClient
+from spark_loaders.bronze.schemas import RegistryClient
 from tests.support.api_server import serve_api
 from tests.support.hub_client import bearer, create_feed, create_key, unique_topic
 from tests.support.waiting import wait_until

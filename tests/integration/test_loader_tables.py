@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from spark_loaders.comments import set_table_comment
-from spark_loaders.tables import FEEDS_PROPERTY, DeltaTables, catalog_properties
+from spark_loaders.tables.comments import set_table_comment
+from spark_loaders.tables.delta_tables import FEEDS_PROPERTY, DeltaTables, catalog_properties
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ import pytest
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
-from spark_loaders.session import LOCAL_LOG_STORE
+from spark_loaders.services.session import LOCAL_LOG_STORE
 
 pytestmark = pytest.mark.integration
 

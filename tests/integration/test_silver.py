@@ -17,7 +17,7 @@ from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.changes import UNAVAILABLE_VALUE, ChangelogSpec
 from spark_loaders.silver.keys import discover
 from spark_loaders.silver.loader import SilverLoader
-from spark_loaders.tables import FEEDS_PROPERTY, catalog_properties, stamp_feeds
+from spark_loaders.tables.delta_tables import FEEDS_PROPERTY, catalog_properties, stamp_feeds
 from tests.support.changelog import ChangeLog
 from tests.support.loader import register
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from spark_loaders.maintenance import AUTO_COMPACT, TableMaintenance, new_table_properties
+from spark_loaders.tables.maintenance import AUTO_COMPACT, TableMaintenance, new_table_properties
 
 LISTING_TASKS = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 

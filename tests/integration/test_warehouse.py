@@ -27,13 +27,13 @@ from catalog.lineage import LineageStore, LineageSync
 from hub_cli.main import app
 from hub_core.ledger import LedgerEntry, LedgerKind, TableRead, decode
 from hub_core.naming import TopicName, table_suffix
-from spark_loaders.lineage import USER_METADATA_CONF, delta_table_id
 from spark_loaders.silver.changes import ChangelogSpec
 from spark_loaders.silver.loader import SilverLoader
-from spark_loaders.tables import FEEDS_PROPERTY, catalog_properties
-from spark_loaders.warehouse import WarehouseBuilder, parse_model
-from spark_loaders.warehouse.build import BuildStopped
+from spark_loaders.tables.delta_tables import FEEDS_PROPERTY, catalog_properties
+from spark_loaders.tables.lineage import USER_METADATA_CONF, delta_table_id
+from spark_loaders.warehouse.build import BuildStopped, WarehouseBuilder
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
+from spark_loaders.warehouse.model import parse_model
 from spark_loaders.warehouse.status import GoldStatusBook
 from tests.support.changelog import METADATA, ChangeLog
 

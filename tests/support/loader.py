@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from hub_kafka.admin import TopicAdmin
 from hub_kafka.settings import KafkaSettings
 from registry.wire import frame
-from spark_loaders.bronze import BronzeLoader
+from spark_loaders.bronze.loader import BronzeLoader
 from spark_loaders.settings import LoaderSettings
 from tests.support.hub_client import bearer, unique_topic
 

@@ -71,6 +71,18 @@ def test_the_layers_shown_are_the_layers_import_linter_checks() -> None:
     assert shown_layers == layers
 
 
+def test_the_loaders_layers_shown_are_the_layers_import_linter_checks() -> None:
+    contracts = PYPROJECT["tool"]["importlinter"]["contracts"]
+    layers = next(
+        c["layers"]
+        for c in contracts
+        if c["type"] == "layers" and c.get("containers") == ["spark_loaders"]
+    )
+    shown = ARCHITECTURE.split("### Layers", 1)[1].split("```", 4)[3]
+    shown_layers = [line.strip() for line in shown.strip().splitlines()]
+    assert shown_layers == layers
+
+
 def test_the_readme_names_every_top_level_folder() -> None:
     readme = (ROOT / "README.md").read_text()
     tree = readme.split("## What's here", 1)[1].split("```", 2)[1]

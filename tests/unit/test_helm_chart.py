@@ -20,7 +20,7 @@ from hub_api.settings import ApiSettings
 from hub_cli.main import app
 from hub_kafka.settings import KafkaSettings
 from registry.settings import RegistrySettings
-from spark_loaders.analyst_settings import AnalystSettings
+from spark_loaders.services.analyst_settings import AnalystSettings
 from spark_loaders.settings import LoaderSettings
 
 pytestmark = pytest.mark.unit

@@ -36,9 +36,9 @@ from hub_core.ledger import (
 from hub_kafka.reader import RawRecord
 from registry.types import SchemaId
 from registry.wire import frame
-from spark_loaders import status
+from spark_loaders.control import status
+from spark_loaders.control.status import ControlRoutes, LoaderStatus
 from spark_loaders.settings import LoaderSettings
-from spark_loaders.status import ControlRoutes, LoaderStatus
 from tests.support.ledger_log import write_commit
 
 pytestmark = pytest.mark.unit

@@ -5,16 +5,16 @@ from pathlib import Path
 import pytest
 
 from hub_core.errors import ErrorCode
-from spark_loaders.analyst import (
+from spark_loaders.errors import AnalystAuthRequired, LoaderError
+from spark_loaders.services.analyst import (
     AUTHENTICATOR_CLASS,
     READ_ONLY_EXTENSION,
     authenticator_properties,
     require_safe_exposure,
     thrift_conf,
 )
-from spark_loaders.analyst_settings import AnalystAuth, AnalystSettings
-from spark_loaders.errors import AnalystAuthRequired, LoaderError
-from spark_loaders.session import session_conf
+from spark_loaders.services.analyst_settings import AnalystAuth, AnalystSettings
+from spark_loaders.services.session import session_conf
 from spark_loaders.settings import LoaderSettings
 from tests.support.cli import hub
 

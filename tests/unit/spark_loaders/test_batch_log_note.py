@@ -3,7 +3,7 @@ quarantine, so that an operator reading `<- 3 records` is not told they all land
 
 import pytest
 
-from spark_loaders.bronze import landing_note
+from spark_loaders.bronze.loader import landing_note
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_loaders.feed_status import FeedStatusBook
+from spark_loaders.bronze.feed_status import FeedStatusBook
 from spark_loaders.types import FeedState
 
 pytestmark = pytest.mark.unit

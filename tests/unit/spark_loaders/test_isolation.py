@@ -3,7 +3,7 @@
 import pytest
 
 from spark_loaders.errors import LoaderError, MetastoreUnavailable, RegistryUnavailable
-from spark_loaders.isolation import (
+from spark_loaders.runtime.isolation import (
     FailureKind,
     as_transient,
     classify,

@@ -6,7 +6,7 @@ import pytest
 
 from hub_core.errors import ErrorCode
 from spark_loaders.errors import LoaderError, MetastoreError
-from spark_loaders.jars import required_jar
+from spark_loaders.runtime.jars import required_jar
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from typing import Any, cast
 import pytest
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_loaders.lifecycle import batch_marks, stop_between_batches
+from spark_loaders.runtime.lifecycle import batch_marks, stop_between_batches
 
 pytestmark = pytest.mark.unit
 

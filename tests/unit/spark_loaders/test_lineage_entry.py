@@ -3,7 +3,7 @@
 import pytest
 
 from hub_core.ledger import MAX_RANGES, MAX_REQUESTS, OffsetRange, RequestSpan, decode
-from spark_loaders.lineage import bronze_entry, runs_entry
+from spark_loaders.tables.lineage import bronze_entry, runs_entry
 
 pytestmark = pytest.mark.unit
 

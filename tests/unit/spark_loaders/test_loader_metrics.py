@@ -2,7 +2,7 @@
 
 import pytest
 
-from spark_loaders.metrics import LoaderMetrics, source_lag
+from spark_loaders.runtime.metrics import LoaderMetrics, source_lag
 
 pytestmark = pytest.mark.unit
 

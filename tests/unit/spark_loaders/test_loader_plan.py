@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from spark_loaders.evolution import (
+from spark_loaders.bronze.plan import plan, table_columns_from_log
+from spark_loaders.tables.evolution import (
     ChangeKind,
     avro_to_sql,
     diff,
@@ -14,7 +15,6 @@ from spark_loaders.evolution import (
     spark_columns,
     type_name,
 )
-from spark_loaders.plan import plan, table_columns_from_log
 
 pytestmark = pytest.mark.unit
 

@@ -12,10 +12,10 @@ import pytest
 from pydantic import SecretStr
 
 from hub_core.health import HealthServer
-from spark_loaders.delta_log import MIXED_REASONS, TableLog
-from spark_loaders.metrics import LoaderMetrics
+from spark_loaders.control.status import ROUTES, ControlRoutes, LoaderStatus
+from spark_loaders.runtime.metrics import LoaderMetrics
 from spark_loaders.settings import LoaderSettings
-from spark_loaders.status import ROUTES, ControlRoutes, LoaderStatus
+from spark_loaders.tables.delta_log import MIXED_REASONS, TableLog
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_loaders.reprocess import SwapRequest, SwapRequests, current_location
+from spark_loaders.bronze.reprocess import SwapRequest, SwapRequests, current_location
 from spark_loaders.settings import LoaderSettings
 
 pytestmark = pytest.mark.unit

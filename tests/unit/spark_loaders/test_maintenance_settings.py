@@ -64,7 +64,11 @@ def test_maintain_refuses_an_unknown_layer_before_spark_starts(tmp_path: Path) -
 def test_new_tables_keep_their_log_and_removed_files_for_the_vacuum_retention(
     hours: float, interval: str
 ) -> None:
-    from spark_loaders.maintenance import AUTO_COMPACT_LAYERS_CONF, interval_hours, session_conf
+    from spark_loaders.tables.maintenance import (
+        AUTO_COMPACT_LAYERS_CONF,
+        interval_hours,
+        session_conf,
+    )
 
     conf = session_conf(LoaderSettings(vacuum_retention_hours=hours, auto_compact_layers="gold"))
 
@@ -80,7 +84,7 @@ def test_new_tables_keep_their_log_and_removed_files_for_the_vacuum_retention(
     [("interval 7 days", 168.0), ("interval 1 week", 168.0), ("INTERVAL 90 MINUTES", 1.5)],
 )
 def test_table_retention_properties_are_read_as_hours(interval: str, hours: float) -> None:
-    from spark_loaders.maintenance import interval_hours
+    from spark_loaders.tables.maintenance import interval_hours
 
     assert interval_hours(interval) == hours
     # Unreadable retention counts as long: VACUUM then keeps Delta's own check.

@@ -7,7 +7,7 @@ import pytest
 
 from hub_core.errors import ErrorCode
 from spark_loaders.errors import MetastoreError
-from spark_loaders.metastore import (
+from spark_loaders.services.metastore import (
     DERBY_CLIENT_DRIVER,
     MetastoreKind,
     describe,

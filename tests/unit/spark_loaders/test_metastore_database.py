@@ -6,7 +6,11 @@ import pytest
 
 from hub_core.errors import ErrorCode
 from spark_loaders.errors import MetastoreError
-from spark_loaders.metastore_database import connection_parameters, schema_creation, uses_postgresql
+from spark_loaders.services.metastore_database import (
+    connection_parameters,
+    schema_creation,
+    uses_postgresql,
+)
 from spark_loaders.settings import LoaderSettings
 
 pytestmark = pytest.mark.unit

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from spark_loaders.session import session_conf
+from spark_loaders.runtime.storage import RemoteLocation
+from spark_loaders.services.session import session_conf
 from spark_loaders.settings import LoaderSettings
-from spark_loaders.storage import RemoteLocation
 
 pytestmark = pytest.mark.unit
 

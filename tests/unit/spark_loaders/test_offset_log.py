@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from spark_loaders.offset_log import kafka_ranges
+from spark_loaders.bronze.offset_log import kafka_ranges
 
 pytestmark = pytest.mark.unit
 

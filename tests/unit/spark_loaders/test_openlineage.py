@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from spark_loaders.openlineage import RunEvents
+from spark_loaders.tables.openlineage import RunEvents
 
 pytestmark = pytest.mark.unit
 

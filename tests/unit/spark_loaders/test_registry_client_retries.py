@@ -10,8 +10,8 @@ import pytest
 from hub_core.errors import ErrorCode
 from hub_core.retries import Backoff
 from registry.types import SchemaId
+from spark_loaders.bronze.schemas import RegistryClient
 from spark_loaders.errors import LoaderError, RegistryUnavailable
-from spark_loaders.schemas import RegistryClient
 
 pytestmark = pytest.mark.unit
 

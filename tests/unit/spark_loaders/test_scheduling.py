@@ -2,7 +2,7 @@
 
 import xml.etree.ElementTree as ET
 
-from spark_loaders.scheduling import POOLS_FILE, Pool, session_conf
+from spark_loaders.runtime.scheduling import POOLS_FILE, Pool, session_conf
 
 
 def _pools() -> dict[str, dict[str, str]]:

@@ -10,10 +10,10 @@ from pydantic import SecretStr
 from hub_kafka.certificates import TlsFiles, make_certificates
 from hub_kafka.security import spark_options
 from hub_kafka.settings import KafkaSettings
-from spark_loaders.analyst import thrift_conf
-from spark_loaders.analyst_settings import AnalystSettings
 from spark_loaders.errors import LoaderError
-from spark_loaders.session import SAFE_CONF, build_session, session_conf
+from spark_loaders.services.analyst import thrift_conf
+from spark_loaders.services.analyst_settings import AnalystSettings
+from spark_loaders.services.session import SAFE_CONF, build_session, session_conf
 from spark_loaders.settings import LoaderSettings
 
 pytestmark = pytest.mark.unit

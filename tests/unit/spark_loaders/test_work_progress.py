@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from spark_loaders.maintenance import TableMaintenance
 from spark_loaders.settings import LoaderSettings
+from spark_loaders.tables.maintenance import TableMaintenance
 from spark_loaders.warehouse.build import WarehouseBuilder
 from spark_loaders.warehouse.errors import WarehouseSourceNotFound
 from spark_loaders.warehouse.model import parse_model

@@ -31,9 +31,9 @@ import org.slf4j.LoggerFactory;
  * CustomAuthenticationProviderImpl} builds a new instance of this class for every login, and a
  * setting read at each login from a mutable place (a Java system property, which a session's
  * {@code set:system:} handshake setting could write) would let a caller repoint the key check. So
- * {@code spark_loaders/analyst.py} calls {@link #configure} once, from the hub's settings, before
- * the server starts; a second call is refused, and the settings, cache and HTTP client are static
- * because an instance lives for one login only.
+ * {@code spark_loaders/services/analyst.py} calls {@link #configure} once, from the hub's
+ * settings, before the server starts; a second call is refused, and the settings, cache and HTTP
+ * client are static because an instance lives for one login only.
  *
  * <p>Who logged in is handed to the session the connection opens next: HiveServer2 checks a
  * connection's login (SASL) and then serves all its calls on one worker thread, so {@link

@@ -28,10 +28,10 @@ import scala.runtime.BoxedUnit;
  * <p>The first line is {@link StatementAllowlist}, which checks each statement a client sends
  * against allow-lists of plan nodes and functions before it runs. This extension (enabled by
  * {@code spark.sql.extensions} in the Thrift server's session only, {@code
- * spark_loaders/analyst.py}) injects a check rule that runs on every plan the session analyses,
- * including the ones Spark and Delta build for themselves (reading a table's log, collecting a
- * result), which is why it cannot be an allow-list of every node: it refuses every command
- * outside {@link PlanAllowlist#READ_ONLY_COMMANDS}, a script transformation, a write to a
+ * spark_loaders/services/analyst.py}) injects a check rule that runs on every plan the session
+ * analyses, including the ones Spark and Delta build for themselves (reading a table's log,
+ * collecting a result), which is why it cannot be an allow-list of every node: it refuses every
+ * command outside {@link PlanAllowlist#READ_ONLY_COMMANDS}, a script transformation, a write to a
  * directory, and the reflection functions, wherever they come from.
  *
  * <p>Refused on purpose, though they look harmless: {@code CACHE TABLE} (the cache is shared by

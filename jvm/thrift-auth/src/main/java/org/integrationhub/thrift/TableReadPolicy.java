@@ -50,7 +50,10 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 final class TableReadPolicy {
 
-  /** The table property naming a table's feeds, comma-separated (spark_loaders/tables.py). */
+  /**
+   * The table property naming a table's feeds, comma-separated
+   * (spark_loaders/tables/delta_tables.py).
+   */
   static final String FEEDS_PROPERTY = "hub.feeds";
 
   private static final Logger LOG = LoggerFactory.getLogger(TableReadPolicy.class);

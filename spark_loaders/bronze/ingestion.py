@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from spark_loaders.tables import PARTITION_COLUMN
+from spark_loaders.tables.delta_tables import PARTITION_COLUMN
 
 
 @dataclass(frozen=True)

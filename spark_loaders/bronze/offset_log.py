@@ -14,8 +14,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_loaders import storage
-from spark_loaders.storage import Location
+from spark_loaders.runtime import storage
+from spark_loaders.runtime.storage import Location
 
 log = logging.getLogger(__name__)
 

@@ -28,11 +28,11 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from spark_loaders import metastore
-from spark_loaders.analyst_settings import AnalystAuth, AnalystSettings
 from spark_loaders.errors import AnalystAuthRequired, LoaderError
-from spark_loaders.jars import required_jar
-from spark_loaders.session import DELTA_EXTENSION, SAFE_CONF
+from spark_loaders.runtime.jars import required_jar
+from spark_loaders.services import metastore
+from spark_loaders.services.analyst_settings import AnalystAuth, AnalystSettings
+from spark_loaders.services.session import DELTA_EXTENSION, SAFE_CONF
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)

@@ -14,13 +14,12 @@ last offset (`reprocessed`): only then are the records in the table. Landing aga
 clear the list, since later batches do not hold the parked offsets.
 """
 
-import datetime as dt
 import json
 import logging
-import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from spark_loaders.runtime.status_files import now_iso, write_atomically
 from spark_loaders.types import FeedState
 
 log = logging.getLogger(__name__)
@@ -141,17 +140,3 @@ class FeedStatusBook:
             topic: replace(FeedStatus(**entry), state=FeedState(entry["state"]))
             for topic, entry in body.items()
         }
-
-
-def write_atomically(path: Path, body: object) -> None:
-    """Write `body` as JSON to a temporary file renamed over `path`: a reader in another
-    process sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(body, indent=1))
-    os.replace(temporary, path)
-
-
-def now_iso() -> str:
-    """Now, in UTC, as the ISO 8601 text the status files hold."""
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from hub_core.environment import child_environment
 from hub_core.processes import BackgroundProcess, java_command, port_open
-from spark_loaders import metastore_database
 from spark_loaders.errors import MetastoreError
-from spark_loaders.jars import required_jar
+from spark_loaders.runtime.jars import required_jar
+from spark_loaders.services import metastore_database
 from spark_loaders.settings import LoaderSettings
 
 log = logging.getLogger(__name__)

@@ -36,17 +36,22 @@ from hub_core.naming import TopicName, bronze_table, table_suffix, value_subject
 from hub_kafka.security import spark_options
 from hub_kafka.settings import KafkaSettings
 from registry.types import SchemaId
-from spark_loaders import storage
-from spark_loaders.decode import decode_topic, with_schema_id
+from spark_loaders.bronze.decode import decode_topic, with_schema_id
+from spark_loaders.bronze.ingestion import IngestionTime
+from spark_loaders.bronze.kafka_access import check_kafka_access
+from spark_loaders.bronze.schemas import RegistryClient
 from spark_loaders.errors import LoaderError, LoaderSourceNotFound
-from spark_loaders.ingestion import IngestionTime
-from spark_loaders.kafka_access import check_kafka_access
-from spark_loaders.lineage import commit_metadata, landed_entry, ledger_session
-from spark_loaders.schemas import RegistryClient
+from spark_loaders.runtime import storage
+from spark_loaders.runtime.storage import Location, RemoteLocation
+from spark_loaders.runtime.work_progress import WorkProgress, no_progress
 from spark_loaders.settings import LoaderSettings
-from spark_loaders.storage import Location, RemoteLocation
-from spark_loaders.tables import PARTITION_COLUMN, TYPE_WIDENING, DeltaTables, stamp_feeds
-from spark_loaders.work_progress import WorkProgress, no_progress
+from spark_loaders.tables.delta_tables import (
+    PARTITION_COLUMN,
+    TYPE_WIDENING,
+    DeltaTables,
+    stamp_feeds,
+)
+from spark_loaders.tables.lineage import commit_metadata, landed_entry, ledger_session
 
 log = logging.getLogger(__name__)
 

@@ -10,14 +10,14 @@ docs/adr/0039-loader-status-and-control-for-the-console.md.
 - `GET /status`: every table of bronze, silver, gold and quarantine with its rows, last commit
   version and time, freshness; every feed with its lag (records, from the streaming progress
   the loader follows for its metrics), its state and its quarantined records by reason.
-  Table facts come from the tables' Delta logs (spark_loaders/delta_log.py), re-read by a
+  Table facts come from the tables' Delta logs (spark_loaders/tables/delta_log.py), re-read by a
   background thread every `HUB_LOADER_STATUS_REFRESH_SECONDS`: a request never runs a Spark job.
 - `GET /plan?topic=T`: what the subject's latest registered schema does to `bronze.<T>`;
   `POST /plan?topic=T` with a candidate Avro schema as the body: what it would do, as
-  `hub load plan` says (spark_loaders/plan.py).
+  `hub load plan` says (spark_loaders/bronze/plan.py).
 - `POST /replay?topic=T`: replay the feed's quarantine, as `hub load replay T` does.
 - `GET /row?table=silver.<t>_current&key={"id": 42}`: the `_hub_partition` and `_hub_offset` of
-  a silver or gold row found by its key, for row lineage (spark_loaders/row_lookup.py, ADRs
+  a silver or gold row found by its key, for row lineage (spark_loaders/control/row_lookup.py, ADRs
   0042 and 0047).
 - `GET /ledger`: the tables with ledger entries, where they live and their newest version;
   `GET /ledger?table=T&after=V`: the table's commits after version V (at most
@@ -50,11 +50,11 @@ from hub_core.ledger import (
     warehouse_tables,
 )
 from hub_core.naming import TopicName, table_suffix, topic_name, value_subject
-from spark_loaders.delta_log import LogFacts, TableLog
-from spark_loaders.feed_status import FeedStatusBook
-from spark_loaders.metrics import LOADER_METRICS, LoaderMetrics
+from spark_loaders.bronze.feed_status import FeedStatusBook
+from spark_loaders.runtime.metrics import LOADER_METRICS, LoaderMetrics
+from spark_loaders.runtime.storage import HadoopFiles
 from spark_loaders.settings import LAYERS, LoaderSettings
-from spark_loaders.storage import HadoopFiles
+from spark_loaders.tables.delta_log import LogFacts, TableLog
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -153,7 +153,7 @@ class LoaderStatus:
             self._refreshed_at = now
 
     def _locations(self, warehouse: Path) -> Iterable[tuple[str, str, Path]]:
-        from spark_loaders.reprocess import bronze_location
+        from spark_loaders.bronze.reprocess import bronze_location
 
         for layer in STATUS_LAYERS:
             folder = warehouse / f"{layer}.db"
@@ -346,7 +346,7 @@ class ControlRoutes:
         return None
 
     def _replay_with_spark(self, topic: str) -> dict[str, Any]:
-        from spark_loaders.replay import replay
+        from spark_loaders.bronze.replay import replay
 
         if self._spark is None:
             raise HubError("This loader has no Spark session to replay with.",
@@ -355,7 +355,7 @@ class ControlRoutes:
         return {**asdict(result), "message": result.describe()}
 
     def _row_with_spark(self, table: str, key: dict[str, Any]) -> dict[str, Any]:
-        from spark_loaders.row_lookup import row_position
+        from spark_loaders.control.row_lookup import row_position
 
         if self._spark is None:
             raise HubError("This loader has no Spark session to read rows with.",
@@ -412,9 +412,9 @@ def plan_for(settings: LoaderSettings, topic: str, candidate: str | None) -> dic
     """The plan of `candidate` (Avro schema text; None: the latest registered) for
     `bronze.<topic>`, from the table's Delta log and the registry, as `hub load plan` makes it."""
     from registry.avro import parse
-    from spark_loaders.plan import plan, table_columns_from_log
-    from spark_loaders.reprocess import bronze_location
-    from spark_loaders.schemas import RegistryClient
+    from spark_loaders.bronze.plan import plan, table_columns_from_log
+    from spark_loaders.bronze.reprocess import bronze_location
+    from spark_loaders.bronze.schemas import RegistryClient
 
     subject = value_subject(TopicName(topic))
     registry = RegistryClient(settings.registry_url, api_key=settings.registry_key)

@@ -31,8 +31,8 @@ from hub_core.ledger import (
     TableRead,
     joined_ranges,
 )
-from spark_loaders import storage
-from spark_loaders.storage import Location
+from spark_loaders.runtime import storage
+from spark_loaders.runtime.storage import Location
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 
 from hub_core.processes import BackgroundProcess, port_open
-from spark_loaders.cluster_settings import ClusterSettings
 from spark_loaders.errors import SparkClusterError
+from spark_loaders.services.cluster_settings import ClusterSettings
 
 log = logging.getLogger(__name__)
 

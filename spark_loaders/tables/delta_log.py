@@ -1,6 +1,6 @@
 """A Delta table's facts read from its transaction log with plain Python: no Spark job.
 
-`/status` (spark_loaders/status.py) shows, for every table, its row count, its last commit
+`/status` (spark_loaders/control/status.py) shows, for every table, its row count, its last commit
 version and time. Asking Spark (`DESCRIBE HISTORY`, a `count()`) costs a job per table per
 refresh, CPU the loader's own batches need; the log already says all of it. Each commit file
 `_delta_log/<version>.json` holds one JSON action a line: `commitInfo` (with its `timestamp`,
@@ -10,7 +10,7 @@ rows; the newest commit gives the version and time.
 
 `TableLog` keeps what it replayed and reads only commits newer than the last one it saw, so a
 refresh costs a directory listing and the new commit files: on local disk, or on object storage
-through Hadoop's file system (`spark_loaders.storage.HadoopFiles`).
+through Hadoop's file system (`spark_loaders.runtime.storage.HadoopFiles`).
 
 What the log alone cannot say is reported as unknown, never guessed:
 - Delta cleans up JSON commits older than its log retention (30 days) once a checkpoint

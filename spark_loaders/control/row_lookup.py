@@ -29,7 +29,6 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from hub_core.errors import ErrorCode, HubError
-from spark_loaders.lineage import delta_table_id
 from spark_loaders.silver.changes import (
     IS_CURRENT,
     IS_DELETED,
@@ -41,6 +40,7 @@ from spark_loaders.silver.changes import (
     ChangelogSpec,
     events,
 )
+from spark_loaders.tables.lineage import delta_table_id
 from spark_loaders.warehouse.dimensions import BEGINNING, UNKNOWN_KEY
 from spark_loaders.warehouse.snapshots import Pin, at_version, newest_reads
 

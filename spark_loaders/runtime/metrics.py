@@ -109,8 +109,8 @@ def source_lag(progress: Mapping[str, Any]) -> dict[tuple[str, str], int]:
 
 def _offsets(value: Any) -> dict[str, dict[str, Any]]:
     """A Kafka source's offsets, `{topic: {partition: offset}}`, from the progress report as the
-    loader reads it (`spark_loaders.progress`: its JSON, where Spark renders a source's offsets
-    as an object); empty for any other source."""
+    loader reads it (`spark_loaders.runtime.progress`: its JSON, where Spark renders a source's
+    offsets as an object); empty for any other source."""
     if not isinstance(value, dict):
         return {}
     return {t: p for t, p in value.items() if isinstance(p, dict)}

@@ -15,14 +15,14 @@ from pyspark.sql.streaming import StreamingQuery
 
 from hub_core.health import HealthServer
 from hub_kafka.settings import KafkaSettings
-from spark_loaders.bronze import BronzeLoader
-from spark_loaders.isolation import describe, stopped_on_dependency
-from spark_loaders.lifecycle import batch_marks, stop_between_batches
-from spark_loaders.maintenance import ScheduledMaintenance
-from spark_loaders.metrics import LOADER_METRICS
-from spark_loaders.progress import last_progress
-from spark_loaders.scheduling import Pool, use_pool
+from spark_loaders.bronze.loader import BronzeLoader
+from spark_loaders.runtime.isolation import describe, stopped_on_dependency
+from spark_loaders.runtime.lifecycle import batch_marks, stop_between_batches
+from spark_loaders.runtime.metrics import LOADER_METRICS
+from spark_loaders.runtime.progress import last_progress
+from spark_loaders.runtime.scheduling import Pool, use_pool
 from spark_loaders.settings import LoaderSettings
+from spark_loaders.tables.maintenance import ScheduledMaintenance
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def run_streams(
     """Run the queries until SIGTERM/SIGINT (or, with `available_now`, until caught up).
 
     `on_stop` is called as stopping begins, so that other work can wind down meanwhile.
-    Table maintenance (`spark_loaders.maintenance`) runs on its schedule next to the queries.
+    Table maintenance (`spark_loaders.tables.maintenance`) runs on its schedule next to the queries.
     `health` hears, on every turn of the loop, whether every query runs (`/readyz`).
     A continuous query that failed because the registry or the metastore stayed away past its
     retries is restarted from its checkpoint (its failed batch is redone, nothing is lost).

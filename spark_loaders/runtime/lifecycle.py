@@ -5,7 +5,7 @@ from collections.abc import Iterable, Mapping
 
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_loaders.progress import last_progress
+from spark_loaders.runtime.progress import last_progress
 
 BatchMark = tuple[int, str] | None
 

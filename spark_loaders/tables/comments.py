@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
-from spark_loaders.tables import TableState, alter_table, java_strings, table_changes
+from spark_loaders.tables.delta_tables import TableState, alter_table, java_strings, table_changes
 
 METADATA_DOCS = {
     "_hub_key": "Kafka record key, as published.",

@@ -4,6 +4,8 @@ Changelog topics appear while the loader runs (a feed gets its first records, a 
 starts), so a background thread looks for new changelog bronze tables at every interval and
 starts a silver stream for each; with warehouse models (several teams may each have one) it
 also rebuilds their star schemas, each table on its own (`spark_loaders.warehouse.build`).
+A one-shot build (`hub warehouse build`, `build_model`) first catches silver up with bronze the
+same way. Silver and the warehouse know nothing of each other: this module joins them.
 """
 
 import logging
@@ -14,12 +16,13 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_loaders.lifecycle import BatchMark, batch_marks, stop_between_batches
-from spark_loaders.openlineage import run_events
-from spark_loaders.scheduling import Pool, use_pool
+from spark_loaders.runtime.lifecycle import BatchMark, batch_marks, stop_between_batches
+from spark_loaders.runtime.scheduling import Pool, use_pool
+from spark_loaders.runtime.work_progress import WorkProgress, no_progress
 from spark_loaders.settings import LoaderSettings
 from spark_loaders.silver.loader import start_silver
-from spark_loaders.warehouse.build import WarehouseBuilder, build_models, catch_up_silver
+from spark_loaders.tables.openlineage import run_events
+from spark_loaders.warehouse.build import BuildReport, WarehouseBuilder
 from spark_loaders.warehouse.model import load_model
 from spark_loaders.warehouse.status import GoldStatusBook
 
@@ -116,3 +119,56 @@ class Downstream:
                     log.info("silver/warehouse pass interrupted by shutdown")
                     return
                 log.warning("silver/warehouse pass failed; retrying", exc_info=True)
+
+
+def catch_up_silver(
+    spark: SparkSession, settings: LoaderSettings, *, progress: WorkProgress = no_progress
+) -> None:
+    """Bring every silver table up to date with bronze once; `progress` hears of each stream."""
+    running: dict[str, StreamingQuery] = {}
+    queries = start_silver(spark, settings, running=running, available_now=True)
+    for done, query in enumerate(queries):
+        progress(f"catching silver up with bronze: {query.name}", done, len(queries))
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise query.exception()  # type: ignore[misc]
+    progress("caught silver up with bronze", len(queries), len(queries))
+
+
+def build_models(
+    spark: SparkSession,
+    settings: LoaderSettings,
+    paths: Sequence[Path],
+    *,
+    progress: WorkProgress = no_progress,
+) -> list[BuildReport]:
+    """Catch silver up with bronze, then build each model at `paths` once.
+
+    Every model is built, whatever another's tables did; then the first table not built, if
+    any, is raised, so that a one-shot build exits non-zero. `progress` hears of each silver
+    stream caught up, then of each model's tables.
+    """
+    models = [(path, load_model(path)) for path in paths]
+    catch_up_silver(spark, settings, progress=progress)
+    statuses = GoldStatusBook.in_checkpoints(settings.state_dir)
+    events = run_events(settings)
+    reports = []
+    for path, model in models:
+        builder = WarehouseBuilder(spark, model, source=str(path), statuses=statuses, events=events)
+        report = builder.build(progress=progress)
+        log.info("warehouse built from %s: %s", path, report.describe())
+        reports.append(report)
+    for report in reports:
+        report.raise_first()
+    return reports
+
+
+def build_model(
+    spark: SparkSession,
+    settings: LoaderSettings,
+    path: Path,
+    *,
+    progress: WorkProgress = no_progress,
+) -> BuildReport:
+    """Catch silver up with bronze, then build the model at `path` once."""
+    return build_models(spark, settings, [path], progress=progress)[0]

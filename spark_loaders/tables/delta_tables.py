@@ -3,7 +3,7 @@
 Resolving a table in the metastore on every micro-batch costs metastore round trips and a
 Delta snapshot per write; the loader is the only writer of its tables, so it looks a table up
 once, keeps its location and columns, and appends to the location. A reprocessing swap
-(`spark_loaders.reprocess`) is done by the loader itself and updates what is kept here.
+(`spark_loaders.bronze.reprocess`) is done by the loader itself and updates what is kept here.
 """
 
 import logging
@@ -16,9 +16,9 @@ from py4j.java_gateway import JavaObject
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql.types import StructType
 
-from spark_loaders.evolution import ChangeKind, ColumnChange, diff, spark_columns
-from spark_loaders.lineage import commit_metadata
-from spark_loaders.maintenance import new_table_properties
+from spark_loaders.tables.evolution import ChangeKind, ColumnChange, diff, spark_columns
+from spark_loaders.tables.lineage import commit_metadata
+from spark_loaders.tables.maintenance import new_table_properties
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from registry.compatibility import reader_can_read
-from spark_loaders.evolution import ColumnChange, SqlType, diff, record_columns, spark_columns
+from spark_loaders.tables.evolution import (
+    ColumnChange,
+    SqlType,
+    diff,
+    record_columns,
+    spark_columns,
+)
 from spark_loaders.types import QuarantineReason
 
 

@@ -8,10 +8,11 @@ few seconds, so a new version is picked up live), and appended with Delta's idem
 written twice. What cannot be landed goes to `quarantine.<topic>` with a reason code.
 
 One bad feed never stops the others: a topic whose batch fails to land for a reason of its own
-(see `spark_loaders.isolation`) goes whole to quarantine as `LANDING_FAILED`, or, if quarantine
-cannot take it either, is parked, while the batch's other topics land as usual. Failures of a
-dependency every topic shares (registry, metastore) are retried and then fail the batch, which
-the query redoes from its checkpoint. Each topic's state is kept in `spark_loaders.feed_status`.
+(see `spark_loaders.runtime.isolation`) goes whole to quarantine as `LANDING_FAILED`, or, if
+quarantine cannot take it either, is parked, while the batch's other topics land as usual.
+Failures of a dependency every topic shares (registry, metastore) are retried and then fail the
+batch, which the query redoes from its checkpoint. Each topic's state is kept in
+`spark_loaders.bronze.feed_status`.
 """
 
 import contextlib
@@ -32,30 +33,30 @@ from hub_core.retries import Backoff, retry_transient_interruptibly
 from hub_kafka.security import spark_options
 from hub_kafka.settings import KafkaSettings
 from registry.types import SchemaId
-from spark_loaders import storage
-from spark_loaders.comments import TableComments, with_comments
-from spark_loaders.decode import decode_subject, decode_topic, observed, with_schema_id
+from spark_loaders.bronze.decode import decode_subject, decode_topic, observed, with_schema_id
+from spark_loaders.bronze.feed_status import FeedStatusBook
+from spark_loaders.bronze.ingestion import IngestionTime
+from spark_loaders.bronze.kafka_access import check_kafka_access
+from spark_loaders.bronze.offset_log import kafka_ranges, record_ranges
+from spark_loaders.bronze.quarantine import QuarantineReason, quarantine_rows, quarantine_table
+from spark_loaders.bronze.reprocess import SwapRequests, insert_missing
+from spark_loaders.bronze.schemas import REGISTRY_BACKOFF, LatestSchema, RegistryClient
 from spark_loaders.errors import RegistryUnavailable
-from spark_loaders.feed_status import FeedStatusBook
-from spark_loaders.ingestion import IngestionTime
-from spark_loaders.isolation import FailureKind, as_transient, classify, describe
-from spark_loaders.kafka_access import check_kafka_access
-from spark_loaders.lineage import (
+from spark_loaders.runtime import storage
+from spark_loaders.runtime.isolation import FailureKind, as_transient, classify, describe
+from spark_loaders.runtime.metrics import LOADER_METRICS
+from spark_loaders.runtime.storage import Location
+from spark_loaders.settings import LoaderSettings
+from spark_loaders.tables.comments import TableComments, with_comments
+from spark_loaders.tables.delta_tables import DeltaTables
+from spark_loaders.tables.lineage import (
     bronze_entry,
     commit_metadata,
     quarantine_entry,
     request_spans,
     source_positions,
 )
-from spark_loaders.metrics import LOADER_METRICS
-from spark_loaders.offset_log import kafka_ranges, record_ranges
-from spark_loaders.openlineage import run_events
-from spark_loaders.quarantine import QuarantineReason, quarantine_rows, quarantine_table
-from spark_loaders.reprocess import SwapRequests, insert_missing
-from spark_loaders.schemas import REGISTRY_BACKOFF, LatestSchema, RegistryClient
-from spark_loaders.settings import LoaderSettings
-from spark_loaders.storage import Location
-from spark_loaders.tables import DeltaTables
+from spark_loaders.tables.openlineage import run_events
 from spark_loaders.types import FeedState
 
 log = logging.getLogger(__name__)

@@ -25,18 +25,18 @@ from pyspark.sql import functions as F
 from hub_core.naming import TopicName, bronze_table, value_subject
 from hub_core.retries import Backoff, retry_transient
 from registry.types import SchemaId
-from spark_loaders.decode import decode_topic
+from spark_loaders.bronze.decode import decode_topic
+from spark_loaders.bronze.ingestion import IngestionTime
+from spark_loaders.bronze.quarantine import as_kafka_records, quarantine_rows, quarantine_table
+from spark_loaders.bronze.reprocess import land_missing
+from spark_loaders.bronze.schemas import RegistryClient
 from spark_loaders.errors import LoaderSourceNotFound, TableCommitConflict
-from spark_loaders.ingestion import IngestionTime
-from spark_loaders.isolation import FailureKind, classify, describe
-from spark_loaders.lineage import landed_entry, ledger_session
-from spark_loaders.quarantine import as_kafka_records, quarantine_rows, quarantine_table
-from spark_loaders.reprocess import land_missing
-from spark_loaders.schemas import RegistryClient
+from spark_loaders.runtime.isolation import FailureKind, classify, describe
+from spark_loaders.runtime.work_progress import WorkProgress, no_progress
 from spark_loaders.settings import LoaderSettings
-from spark_loaders.tables import DeltaTables
+from spark_loaders.tables.delta_tables import DeltaTables
+from spark_loaders.tables.lineage import landed_entry, ledger_session
 from spark_loaders.types import QuarantineReason
-from spark_loaders.work_progress import WorkProgress, no_progress
 
 log = logging.getLogger(__name__)
 

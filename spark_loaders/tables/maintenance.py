@@ -35,9 +35,9 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from spark_loaders.scheduling import Pool, use_pool
+from spark_loaders.runtime.scheduling import Pool, use_pool
+from spark_loaders.runtime.work_progress import WorkProgress, no_progress
 from spark_loaders.settings import LoaderSettings, check_layers
-from spark_loaders.work_progress import WorkProgress, no_progress
 
 log = logging.getLogger(__name__)
 

@@ -86,8 +86,9 @@ def s3a_conf(
     """The `spark.hadoop.fs.s3a.*` settings for these S3 settings; empty when none is set.
 
     An `http://` endpoint (a local server) turns TLS off, which S3A would otherwise insist on.
-    The secret key's setting name matches Spark's redaction pattern (`spark_loaders.session`),
-    so it shows as redacted in the UI, the event log and `SET` output.
+    The secret key's setting name matches Spark's redaction pattern
+    (`spark_loaders.services.session`), so it shows as redacted in the UI, the event log and
+    `SET` output.
     """
     conf: dict[str, str] = {}
     prefix = "spark.hadoop.fs.s3a."

@@ -23,8 +23,8 @@ from pyspark.sql.avro.functions import from_avro
 from registry.compatibility import reader_can_read
 from registry.types import SchemaId
 from registry.wire import HEADER_SIZE, MAGIC_BYTE, frame
-from spark_loaders.quarantine import QuarantineReason, quarantine_rows
-from spark_loaders.schemas import LatestSchema, RegistryClient
+from spark_loaders.bronze.quarantine import QuarantineReason, quarantine_rows
+from spark_loaders.bronze.schemas import LatestSchema, RegistryClient
 
 # The Kafka source's columns, renamed to the hub's metadata columns.
 METADATA_COLUMNS = {
@@ -341,7 +341,7 @@ def observed(observation: Observation, name: str, *, wait_s: float = 2.0) -> int
 def _metrics(observation: Observation, *names: str) -> list[int]:
     """The named metrics of an observation whose job has run, read one by one: `Observation.get`
     iterates the JVM's map of them, and the Java exception that ends a py4j iteration costs the
-    driver milliseconds (see `spark_loaders.progress`)."""
+    driver milliseconds (see `spark_loaders.runtime.progress`)."""
     assert observation._jo is not None
     metrics = observation._jo.getAsJava()
     return [int(metrics[name]) for name in names]

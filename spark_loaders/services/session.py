@@ -7,9 +7,11 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark_loaders import maintenance, metastore, metastore_database, scheduling
-from spark_loaders.jars import required_jar
+from spark_loaders.runtime import scheduling
+from spark_loaders.runtime.jars import required_jar
+from spark_loaders.services import metastore, metastore_database
 from spark_loaders.settings import LoaderSettings
+from spark_loaders.tables import maintenance
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +23,7 @@ SAFE_CONF = {"spark.sql.variable.substitute": "false"}
 # Spark shows settings and source options whose name or value matches this pattern as redacted
 # (UI, event log, plans): its default, plus the client key a secured loader passes inline in
 # its Kafka options (`kafka.ssl.keystore.key`, hub_kafka/security.py). The S3 keys
-# (`spark.hadoop.fs.s3a.secret.key`, `...access.key`, spark_loaders/storage.py) match
+# (`spark.hadoop.fs.s3a.secret.key`, `...access.key`, spark_loaders/runtime/storage.py) match
 # `secret` and `access[.]?key`.
 REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|keystore[.]key|private key"
 
