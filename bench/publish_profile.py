@@ -38,9 +38,11 @@ from starlette.types import Message
 from bench.publish_load import Load, prepared_requests, run_clients
 from bench.publish_stack import TOPIC, Stack, reading
 from hub_api import ApiSettings
-from hub_api.batches import load_json, parse_publish_body
-from hub_api.publish_models import publish_answer
+from hub_api.batches import load_json
+from hub_api.gateway.body import parse_publish_body
+from hub_api.gateway.models import publish_answer
 from hub_api.server import create_server_app
+from hub_api.services import hub_services
 from hub_api.settings import AuthMode
 from hub_cli.logs import configure_logging
 from hub_kafka.producer import FeedProducer
@@ -95,11 +97,12 @@ async def _profile(app: FastAPI, kafka: KafkaSettings) -> None:
 
 async def _time_steps(app: FastAPI, producer: FeedProducer, batch: int) -> dict[str, float]:
     """Per record microseconds of each step of one request of `batch` records (medians)."""
-    publisher: Publisher = app.state.publisher
-    registry = app.state.registry
-    feeds = app.state.feeds
-    metrics = app.state.metrics
-    max_records = app.state.api_settings.max_records_per_request
+    services = hub_services(app)
+    publisher: Publisher = services.publisher
+    registry = services.registry
+    feeds = services.feeds
+    metrics = services.metrics
+    max_records = services.settings.max_records_per_request
     raw = json.dumps({"records": [{"value": reading(n)} for n in range(batch)]}).encode()
     samples: dict[str, list[float]] = {}
     deadline = time.monotonic() + STEP_BUDGET_S
@@ -249,9 +252,9 @@ _KEY_FUNCTIONS = (
     (("httptools_impl", "data_received"), "httptools: parse requests"),
     (("uvicorn/", "run_asgi"), "uvicorn: one request through the app"),
     (("hub_api/metrics.py", "__call__"), "  RequestMetrics middleware (all inside)"),
-    (("publish_lane.py", "__call__"), "    PublishLane (all inside)"),
-    (("publish_routes.py", "publish_request"), "    publish_request: the route's work"),
-    (("hub_api/batches.py", "parse_publish_body"), "      parse: load_json + plain_records"),
+    (("gateway/lane.py", "__call__"), "    PublishLane (all inside)"),
+    (("gateway/routes.py", "publish_request"), "    publish_request: the route's work"),
+    (("hub_api/gateway/body.py", "parse_publish_body"), "      parse: load_json + plain_records"),
     (("publish/feeds.py", "current"), "      FeedService.current (SQL)"),
     (("publish/publisher.py", "codecs"), "      Publisher.codecs (registry lookups)"),
     (("registry/service.py", "current"), "        RegistryService.current"),
@@ -267,7 +270,7 @@ _KEY_FUNCTIONS = (
     (("hub_kafka/producer.py", "_send"), "          _send (callback + produce)"),
     (("publish/publisher.py", "results"), "        PreparedBatch.results (PublishResult)"),
     (("hub_api/metrics.py", "record_publish"), "      metrics.record_publish"),
-    (("publish_models.py", "publish_answer"), "      publish_answer (plain dicts)"),
+    (("gateway/models.py", "publish_answer"), "      publish_answer (plain dicts)"),
     (("logging/__init__.py", "handle"), "uvicorn access log (Logger.handle)"),
 )
 

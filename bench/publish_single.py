@@ -69,7 +69,7 @@ from bench.servers import (
     stop_process,
 )
 
-GROUPS_IN_FLIGHT = 64  # as hub_api.rest_proxy_v3.MAX_GROUPS_IN_FLIGHT
+GROUPS_IN_FLIGHT = 64  # as hub_api.rest_proxy.v3.MAX_GROUPS_IN_FLIGHT
 STREAM_WINDOW = 4096  # records the stream client sends ahead of their reports
 TARGET_CPU_MS = 0.5
 TARGET_SPEEDUP = 5.0

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.servers import self_peak_rss_mb  # noqa: E402
-from hub_api.record_stream import RecordSplitter, parse_records  # noqa: E402
+from hub_api.rest_proxy.record_stream import RecordSplitter, parse_records  # noqa: E402
 
 
 def main() -> None:

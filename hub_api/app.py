@@ -12,33 +12,28 @@ from catalog.sessions import SessionStore
 from catalog.teams import TeamStore
 from connectors.control import ControlPlane
 from connectors.settings import ConnectSettings
-from hub_api import (
-    config_routes,
-    connector_routes,
-    console_routes,
-    feed_routes,
-    health_routes,
-    identity_routes,
-    lineage_routes,
-    publish_routes,
-    registry_routes,
-    rest_proxy_routes,
-)
-from hub_api.auth import KeyVerifier
 from hub_api.bodies import RequestBodies
+from hub_api.console import routes as console_routes
 from hub_api.console_sessions import ConsoleSessions
-from hub_api.console_views import ConsoleViews
 from hub_api.errors import install_error_handlers
+from hub_api.feeds import routes as feed_routes
 from hub_api.gate import RequestGate
+from hub_api.gateway import routes as publish_routes
+from hub_api.gateway.lane import PublishLane
+from hub_api.gateway.models import RecordsIn
+from hub_api.keys import KeyVerifier
 from hub_api.limits import BodySizeLimit
-from hub_api.lineage_service import LineageService
+from hub_api.lineage import routes as lineage_routes
 from hub_api.loader_client import LoaderClient, LoaderLedger
 from hub_api.metrics import HubMetrics, RequestMetrics
 from hub_api.openapi import install_openapi
-from hub_api.publish_lane import PublishLane
-from hub_api.publish_models import RecordsIn
-from hub_api.registry_fast import CachedRegistryReads
-from hub_api.rest_proxy_models import ProduceRecordV3In, ProduceRequestIn
+from hub_api.operations import connector_routes, health_routes, identity_routes
+from hub_api.registry import config_routes
+from hub_api.registry import routes as registry_routes
+from hub_api.registry.fast_reads import CachedRegistryReads
+from hub_api.rest_proxy import routes as rest_proxy_routes
+from hub_api.rest_proxy.models import ProduceRecordV3In, ProduceRequestIn
+from hub_api.services import HubServices
 from hub_api.settings import ApiSettings
 from hub_kafka.reader import TopicReader
 from hub_kafka.settings import KafkaSettings
@@ -59,9 +54,13 @@ def create_app(
     registry = registry or RegistrySettings()
     kafka = kafka or KafkaSettings()
 
+    # Made with the app rather than in its lifespan: the metrics middleware is given it when the
+    # app is built, and the services hold the same one.
+    metrics = HubMetrics()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        services = publish_services(
+        published = publish_services(
             registry,
             kafka,
             transactional_id_prefix=f"hub-api-{api.instance_id}",
@@ -73,54 +72,45 @@ def create_app(
                 description_bytes=api.max_feed_description_bytes,
             ),
         )
-        app.state.api_settings = api
-        app.state.registry = services.registry
-        app.state.publisher = services.publisher
-        app.state.feeds = services.feeds
-        app.state.idempotency = services.idempotency
-        app.state.engine = services.engine
-        app.state.topic_admin = services.admin
-        app.state.connectors = connectors = ControlPlane(
-            ConnectSettings(), kafka, admin=services.admin, producer=services.producer
+        connectors = ControlPlane(
+            ConnectSettings(), kafka, admin=published.admin, producer=published.producer
         )
         connectors.keep_cached()
-        app.state.metrics.follow_connector_consumers(lambda: connectors.consumers_opened)
-        app.state.keys = KeyVerifier(
-            TeamStore(services.engine), cache_seconds=api.key_cache_seconds
-        )
-        app.state.console_sessions = ConsoleSessions(
-            SessionStore(
-                services.engine,
-                lifetime=timedelta(seconds=api.console_session_seconds),
-                idle_timeout=timedelta(seconds=api.console_idle_seconds),
-            ),
-            api,
-        )
+        metrics.follow_connector_consumers(lambda: connectors.consumers_opened)
         reader = TopicReader(kafka)
-        app.state.loader = loader = LoaderClient(api)
-        app.state.lineage = LineageService(
-            store=LineageStore(services.engine),
-            sync=LineageSync(
-                services.engine,
+        loader = LoaderClient(api)
+        app.state.services = HubServices(
+            settings=api,
+            metrics=metrics,
+            engine=published.engine,
+            registry=published.registry,
+            feeds=published.feeds,
+            publisher=published.publisher,
+            idempotency=published.idempotency,
+            topic_admin=published.admin,
+            connectors=connectors,
+            keys=KeyVerifier(TeamStore(published.engine), cache_seconds=api.key_cache_seconds),
+            console_sessions=ConsoleSessions(
+                SessionStore(
+                    published.engine,
+                    lifetime=timedelta(seconds=api.console_session_seconds),
+                    idle_timeout=timedelta(seconds=api.console_idle_seconds),
+                ),
+                api,
+            ),
+            reader=reader,
+            loader=loader,
+            lineage_store=LineageStore(published.engine),
+            lineage_sync=LineageSync(
+                published.engine,
                 LoaderLedger(loader)
                 if api.lineage_source == "loader"
                 else api.lineage_warehouse_dir,
             ),
-            feeds=services.feeds,
-            reader=reader,
-            registry=services.registry,
-            loader=loader,
-        )
-        app.state.console = ConsoleViews(
-            feeds=services.feeds,
-            registry=services.registry,
-            reader=reader,
-            connectors=connectors,
-            loader=loader,
         )
         log.info(
             "API ready: database %s, Kafka at %s, auth %s",
-            services.engine.url.render_as_string(hide_password=True),
+            published.engine.url.render_as_string(hide_password=True),
             kafka.bootstrap_servers,
             api.auth,
         )
@@ -130,7 +120,7 @@ def create_app(
             reader.close()
             loader.close()
             connectors.close()
-            services.close()
+            published.close()
 
     app = FastAPI(
         title="Integration Hub",
@@ -138,7 +128,6 @@ def create_app(
         version="0.1.0",
         lifespan=lifespan,
     )
-    app.state.metrics = metrics = HubMetrics()
     # Innermost, after the gate, the size limit and the metrics, before routing: plain publish
     # requests (ADR 0031) and registry reads answered from memory (ADR 0032, 0052).
     app.add_middleware(PublishLane)

@@ -1,29 +1,25 @@
-"""Who is calling: API keys from `Authorization` headers, and what they may write."""
+"""Who is calling: API keys from `Authorization` headers and console sessions, and what a
+caller may change."""
 
 import base64
 import binascii
-import threading
 from typing import Annotated
 
-from cachetools import TTLCache
 from fastapi import Depends, Request
 
-from catalog.teams import TeamStore, well_formed
+from catalog.teams import well_formed
 from catalog.types import KeyRole, Principal, TeamName
-from hub_api.console_sessions import ConsoleSessions, in_console
+from connectors.control import ControlPlane
+from hub_api.console_sessions import in_console
 from hub_api.errors import Forbidden, Unauthenticated
-from hub_api.settings import ApiSettings, AuthMode
+from hub_api.services import hub_services
+from hub_api.settings import AuthMode
 from publish.feeds import FeedService
 
 _ANONYMOUS_ADMIN = Principal(key_id="anonymous", team=None, admin=True)
 # Where the request gate (hub_api/gate.py) leaves the caller it verified: a Principal, or None.
 PRINCIPAL_SCOPE_KEY = "hub.principal"
 
-
-# Answers remembered per worker, for known and for unknown keys apart: made-up keys, however
-# many, never push out the keys in use, and cost at most this many entries (past it, the least
-# recently used go first).
-MAX_REMEMBERED_KEYS = 10_000
 _MALFORMED = (
     "The Authorization header holds no API key of this hub. A key is `hub_`, 12 hex digits, "
     "`_` and 43 characters of A-Z, a-z, 0-9, `_` and `-`, sent as `Authorization: Bearer "
@@ -35,50 +31,6 @@ _NOT_VALID = (
     "Send a current key (`hub key list` shows the ids), or no Authorization header at all for "
     "the reads that are public."
 )
-
-
-class KeyVerifier:
-    """Verifies API keys against the catalog, remembering answers for a few seconds.
-
-    A token without a key's shape is refused before any lookup and never remembered, so a
-    caller cannot make the hub read the database or hold memory with arbitrary text; only
-    well-formed tokens are looked up, and each answer is kept in a bounded cache.
-
-    The event loop reads the caches and the thread pool fills them; cachetools caches are not
-    safe for threads (even a read reorders entries), so one lock guards both, held for a
-    dictionary operation and never while the database is read.
-    """
-
-    def __init__(
-        self, teams: TeamStore, *, cache_seconds: float, max_entries: int = MAX_REMEMBERED_KEYS
-    ) -> None:
-        self._teams = teams
-        self._known: TTLCache[str, Principal] = TTLCache(maxsize=max_entries, ttl=cache_seconds)
-        self._unknown: TTLCache[str, bool] = TTLCache(maxsize=max_entries, ttl=cache_seconds)
-        self._lock = threading.Lock()
-
-    def cached(self, token: str) -> tuple[bool, Principal | None]:
-        """Whether the answer for `token` is known without the database, and that answer;
-        never waits on the database, so the event loop may call it."""
-        if not well_formed(token):
-            return True, None
-        with self._lock:
-            principal = self._known.get(token)
-            if principal is not None:
-                return True, principal
-            return self._unknown.get(token, False), None
-
-    def verify(self, token: str) -> Principal | None:
-        known, principal = self.cached(token)
-        if known:
-            return principal
-        principal = self._teams.verify(token)
-        with self._lock:
-            if principal is None:
-                self._unknown[token] = True
-            else:
-                self._known[token] = principal
-        return principal
 
 
 def credentials(request: Request) -> str | None:
@@ -127,8 +79,7 @@ def checked(request: Request, principal: Principal | None) -> Principal | None:
 def session_principal(request: Request) -> Principal | None:
     """Under the console's path, the principal of the request's console session, or None
     without a live one (hub_api/console_sessions.py); it may wait on the database."""
-    sessions: ConsoleSessions = request.app.state.console_sessions
-    signed_in = sessions.current(request)
+    signed_in = hub_services(request.app).console_sessions.current(request)
     return signed_in.session.principal if signed_in is not None else None
 
 
@@ -138,8 +89,8 @@ def caller_of(request: Request) -> Principal | None:
 
 
 def _caller(request: Request) -> Principal | None:
-    settings: ApiSettings = request.app.state.api_settings
-    if settings.auth is AuthMode.DISABLED:
+    services = hub_services(request.app)
+    if services.settings.auth is AuthMode.DISABLED:
         return _ANONYMOUS_ADMIN
     if PRINCIPAL_SCOPE_KEY in request.scope:  # verified by the request gate already
         known: Principal | None = request.scope[PRINCIPAL_SCOPE_KEY]
@@ -149,8 +100,7 @@ def _caller(request: Request) -> Principal | None:
     token = credentials(request)
     if token is None:
         return None
-    verifier: KeyVerifier = request.app.state.keys
-    return checked(request, verifier.verify(token))
+    return checked(request, services.keys.verify(token))
 
 
 def require_caller(request: Request) -> Principal:
@@ -167,9 +117,8 @@ async def require_reader(request: Request) -> Principal | None:
     Async, so public reads skip a thread-pool hop; a key is verified from the cache, and from
     the database only once per key every HUB_API_KEY_CACHE_SECONDS.
     """
-    settings: ApiSettings = request.app.state.api_settings
     principal = _caller(request)
-    if principal is None and not settings.public_reads:
+    if principal is None and not hub_services(request.app).settings.public_reads:
         raise Unauthenticated()
     return principal
 
@@ -195,6 +144,13 @@ def require_owner(principal: Principal, owner: TeamName, *, what: str) -> None:
             f"{what} belongs to team '{owner}'; this key is {whose}. "
             "Use a key of the owning team or an admin key."
         )
+
+
+def authorize_connector(control: ControlPlane, name: str, caller: Principal) -> None:
+    """403 unless `caller` may control connector `name` (its owner team's key or an admin's);
+    the console's actions pass the same check as the connectors API's."""
+    owner = TeamName(control.describe(name).owner)
+    require_owner(caller, owner, what=f"Connector '{name}'")
 
 
 def subject_owner(feeds: FeedService, subject: str) -> tuple[TeamName | None, str]:
@@ -223,8 +179,7 @@ def require_subject_writer(request: Request, subject: str) -> Principal:
     principal = require_caller(request)
     if principal.admin:
         return principal
-    feeds: FeedService = request.app.state.feeds
-    owner, what = subject_owner(feeds, subject)
+    owner, what = subject_owner(hub_services(request.app).feeds, subject)
     if owner is None:
         raise Forbidden(
             f"{what} belongs to no team; only an admin key may change it. Name subjects "

@@ -132,7 +132,7 @@ class TooManyRecords(TerminalError):
 
 class RecordTextTooLarge(TerminalError):
     """One record of a streamed body is larger, as JSON text, than a record may be; it is
-    answered in its place, unread (hub_api/record_stream.py)."""
+    answered in its place, unread (hub_api/rest_proxy/record_stream.py)."""
 
     code = ErrorCode.RECORD_TOO_LARGE
 

@@ -23,15 +23,10 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from catalog.types import KeyRole, Principal
-from hub_api.auth import (
-    PRINCIPAL_SCOPE_KEY,
-    KeyVerifier,
-    checked,
-    credentials,
-    session_principal,
-)
+from hub_api.auth import PRINCIPAL_SCOPE_KEY, checked, credentials, session_principal
 from hub_api.console_sessions import in_console
 from hub_api.errors import error_response, media_type_of
+from hub_api.services import hub_services
 from hub_api.settings import ApiSettings, AuthMode
 from hub_core.errors import ErrorCode, HubError
 
@@ -112,7 +107,7 @@ class RequestGate:
         token = credentials(request)
         principal = None
         if token is not None:
-            verifier: KeyVerifier = request.app.state.keys
+            verifier = hub_services(request.app).keys
             known, principal = verifier.cached(token)
             if not known:
                 principal = await run_in_threadpool(verifier.verify, token)

@@ -16,6 +16,7 @@ from catalog.types import Principal
 from hub_api.auth import require_admin_caller, require_caller, require_subject_writer
 from hub_api.bodies import WRITE_METHODS
 from hub_api.errors import BodyTooLarge, MalformedBody
+from hub_api.services import hub_services
 from hub_core.errors import ErrorCode
 
 DEFAULT_MAX_DEPTH = 64  # ApiSettings.max_json_depth's default
@@ -142,8 +143,7 @@ class CheckedBodyRoute(APIRoute):
                 # Read whole before the route's work, even where the route takes no body (a
                 # DELETE): a write takes its slot once its body has arrived (hub_api/bodies.py).
                 raw = await request.body()  # cached: FastAPI reads it again from memory
-                settings = getattr(request.app.state, "api_settings", None)
-                check_depth(raw, getattr(settings, "max_json_depth", DEFAULT_MAX_DEPTH))
+                check_depth(raw, hub_services(request.app).settings.max_json_depth)
             return await parse_and_run(request)
 
         return handler

@@ -34,7 +34,7 @@ from registry.types import SchemaId
 from registry.wire import HEADER_SIZE, MAGIC_BYTE
 
 _BRONZE_TABLE = re.compile(r"bronze\.[A-Za-z0-9_]{1,249}")
-# As the publish route issues and accepts them (`publish_routes.request_id_of`).
+# As the publish doors issue and accept them (`hub_api.publishing.request_id_of`).
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _TOPIC = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+")
 _SILVER_TABLE = re.compile(r"silver\.([A-Za-z0-9_]{1,240})_(current|history)")
@@ -47,7 +47,8 @@ _MAX_KEY_CHARS = 1024
 
 @dataclass(frozen=True)
 class LineageService:
-    """What the lineage routes call; built once per app."""
+    """What the lineage routes and the console's Lineage page ask; made per request over the
+    app's services (`Lineage`, hub_api/deps.py)."""
 
     store: LineageStore
     sync: LineageSync

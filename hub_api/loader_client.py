@@ -5,6 +5,10 @@ The console's pages must stay fast when the loader is slow or gone: a status rea
 `HUB_API_LOADER_TIMEOUT_SECONDS` (1 s), and its answer, or the failure, is kept for a few
 seconds, so a page shown to many people asks the loader at most once in that time. A page
 whose read failed shows "loader unreachable"; it never fails itself.
+
+The feeds API and the console replay a feed's quarantine through it (`replay_result`: the
+loader's answer checked to be a `ReplayPublic`), and the lineage answers find silver and gold
+rows and read the loader's ledger through it.
 """
 
 import json
@@ -15,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from pydantic import BaseModel, Field
 
-from hub_api.feed_models import ReplayPublic
 from hub_api.settings import ApiSettings
 from hub_core.errors import ErrorCode, HubError, TransientError
 from hub_core.ledger import Commit, LoggedTable, decode
@@ -201,6 +205,18 @@ class LoaderClient:
         if isinstance(code, int) and code in known:
             raise HubError(message, code=ErrorCode(code))
         raise LoaderUnreachable(f"The loader failed {path}: {message or response.status_code}.")
+
+
+class ReplayPublic(BaseModel):
+    """What replaying a feed's quarantine did (`hub load replay TOPIC` prints the same)."""
+
+    topic: str = Field(description="The feed whose `quarantine.<topic>` was replayed.")
+    examined: int = Field(description="Quarantined records decoded again.")
+    landed: int = Field(description="Records that decode now and landed in `bronze.<topic>`.")
+    still_failing: dict[str, int] = Field(
+        description="Records still quarantined, by reason code (with their new reason)."
+    )
+    message: str = Field(description="The outcome in one sentence.")
 
 
 def replay_result(loader: LoaderClient, topic: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The loader's status and control on its health port: `GET /status`, `/plan`, `POST /replay`.
 
-The console (hub_api/console_*.py) shows what the loader alone knows: each table's rows, last
+The console (hub_api/console/) shows what the loader alone knows: each table's rows, last
 commit and freshness, each feed's lag behind Kafka and its quarantined records by reason. The
 API asks the loader for them over its health port (hub_core/health.py), with a bearer token
 both sides are given (`HUB_LOADER_CONTROL_TOKEN`, `HUB_API_LOADER_TOKEN`). Without the setting

@@ -10,9 +10,11 @@ from sqlalchemy import Engine
 
 from catalog.teams import TeamStore
 from catalog.types import TeamName
-from hub_api.auth import Caller, KeyVerifier, Reader, require_owner
+from hub_api.auth import Caller, Reader, require_owner
 from hub_api.errors import install_error_handlers
+from hub_api.keys import KeyVerifier
 from hub_api.settings import ApiSettings, AuthMode
+from tests.unit.hub_api.app_services import install
 
 pytestmark = pytest.mark.unit
 
@@ -31,8 +33,7 @@ def _client(teams: TeamStore, **settings: Any) -> TestClient:
     """An app with a write route on a feed owned by `sales`, and a read route."""
     app = FastAPI()
     install_error_handlers(app)
-    app.state.api_settings = ApiSettings(**settings)
-    app.state.keys = KeyVerifier(teams, cache_seconds=60)
+    install(app, settings=ApiSettings(**settings), keys=KeyVerifier(teams, cache_seconds=60))
 
     @app.post("/v1/feeds/sales.orders/records")
     async def publish(caller: Caller) -> dict[str, object]:

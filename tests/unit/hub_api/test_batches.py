@@ -5,9 +5,10 @@ from typing import Any
 
 import pytest
 
-from hub_api.batches import parse_batch, parse_publish_body
+from hub_api.batches import parse_batch
 from hub_api.errors import MalformedBody, TooManyRecords, UnsupportedMediaType
-from hub_api.publish_models import RecordsIn
+from hub_api.gateway.body import parse_publish_body
+from hub_api.gateway.models import RecordsIn
 from hub_core.errors import ErrorCode
 from publish.publisher import IncomingRecord
 

@@ -13,11 +13,12 @@ from catalog.errors import FeedNotFound
 from catalog.sessions import SessionStore
 from catalog.teams import TeamStore
 from catalog.types import Principal, TeamName
-from hub_api import console_routes
-from hub_api.auth import KeyVerifier
+from hub_api.console import routes as console_routes
 from hub_api.console_sessions import SESSION_COOKIE, ConsoleSessions
 from hub_api.errors import install_error_handlers
+from hub_api.keys import KeyVerifier
 from hub_api.settings import ApiSettings
+from tests.unit.hub_api.app_services import install
 
 pytestmark = pytest.mark.unit
 
@@ -41,10 +42,14 @@ def _app(hub_engine: Engine) -> tuple[TestClient, str]:
     app = FastAPI()
     install_error_handlers(app, pages=console_routes.error_page)
     app.add_exception_handler(console_routes.SignInNeeded, console_routes.sign_in_redirect)
-    app.state.api_settings = settings = ApiSettings()
-    app.state.keys = KeyVerifier(teams, cache_seconds=60)
-    app.state.console_sessions = ConsoleSessions(sessions, settings)
-    app.state.console = _Views()
+    settings = ApiSettings()
+    install(
+        app,
+        settings=settings,
+        keys=KeyVerifier(teams, cache_seconds=60),
+        console_sessions=ConsoleSessions(sessions, settings),
+    )
+    app.dependency_overrides[console_routes.console_views] = _Views
     app.include_router(console_routes.router)
 
     @app.get("/v1/feeds/{topic}")

@@ -6,7 +6,7 @@ import pytest
 
 from catalog.errors import InvalidLineageQuery
 from catalog.types import Principal
-from hub_api.console_lineage import LineageForm, trace
+from hub_api.console.lineage_page import LineageForm, trace
 
 pytestmark = pytest.mark.unit
 

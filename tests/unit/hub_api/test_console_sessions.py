@@ -17,8 +17,7 @@ from catalog.errors import FeedNotFound
 from catalog.sessions import SessionStore
 from catalog.teams import TeamStore
 from catalog.types import Principal, TeamName
-from hub_api import console_routes
-from hub_api.auth import KeyVerifier
+from hub_api.console import routes as console_routes
 from hub_api.console_sessions import (
     FORM_COOKIE,
     SESSION_COOKIE,
@@ -27,7 +26,9 @@ from hub_api.console_sessions import (
     origin_of,
 )
 from hub_api.errors import install_error_handlers
+from hub_api.keys import KeyVerifier
 from hub_api.settings import ApiSettings, AuthMode
+from tests.unit.hub_api.app_services import install
 
 pytestmark = pytest.mark.unit
 
@@ -64,10 +65,13 @@ class _Console:
         app = FastAPI()
         install_error_handlers(app, pages=console_routes.error_page)
         app.add_exception_handler(console_routes.SignInNeeded, console_routes.sign_in_redirect)
-        app.state.api_settings = api
-        app.state.keys = KeyVerifier(self.teams, cache_seconds=0)
-        app.state.console_sessions = ConsoleSessions(self.store, api)
-        app.state.console = self.views
+        install(
+            app,
+            settings=api,
+            keys=KeyVerifier(self.teams, cache_seconds=0),
+            console_sessions=ConsoleSessions(self.store, api),
+        )
+        app.dependency_overrides[console_routes.console_views] = lambda: self.views
         app.include_router(console_routes.router)
         self.app = app
 

@@ -15,11 +15,12 @@ from sqlalchemy import Engine
 from catalog.errors import FeedNotFound
 from catalog.teams import TeamStore
 from catalog.types import Feed, FeedKind, TeamName
-from hub_api import feed_routes
-from hub_api.auth import KeyVerifier
 from hub_api.errors import install_error_handlers
+from hub_api.feeds import routes as feed_routes
+from hub_api.keys import KeyVerifier
 from hub_api.loader_client import LoaderClient
 from hub_api.settings import ApiSettings
+from tests.unit.hub_api.app_services import install
 
 pytestmark = pytest.mark.unit
 
@@ -56,11 +57,12 @@ def _client(teams: TeamStore, loader: _Loader | None) -> TestClient:
     )
     app = FastAPI()
     install_error_handlers(app)
-    app.state.api_settings = settings
-    app.state.keys = KeyVerifier(teams, cache_seconds=60)
-    app.state.feeds = _Feeds()
-    app.state.loader = LoaderClient(
-        settings, transport=httpx.MockTransport(loader) if loader else None
+    install(
+        app,
+        settings=settings,
+        keys=KeyVerifier(teams, cache_seconds=60),
+        feeds=_Feeds(),
+        loader=LoaderClient(settings, transport=httpx.MockTransport(loader) if loader else None),
     )
     app.include_router(feed_routes.router)
     return TestClient(app)

@@ -12,10 +12,12 @@ from sqlalchemy import Engine
 
 from catalog.teams import TeamStore, well_formed
 from catalog.types import Principal, TeamName
-from hub_api.auth import KeyVerifier, Reader
+from hub_api.auth import Reader
 from hub_api.errors import install_error_handlers
 from hub_api.gate import RequestGate
+from hub_api.keys import KeyVerifier
 from hub_api.settings import ApiSettings
+from tests.unit.hub_api.app_services import install
 
 pytestmark = pytest.mark.unit
 
@@ -47,8 +49,7 @@ def _client(teams: TeamStore, **settings: Any) -> TestClient:
     app = FastAPI()
     install_error_handlers(app)
     api = ApiSettings(**settings)
-    app.state.api_settings = api
-    app.state.keys = KeyVerifier(teams, cache_seconds=60)
+    install(app, settings=api, keys=KeyVerifier(teams, cache_seconds=60))
     app.add_middleware(RequestGate, settings=api)
 
     @app.get("/v1/feeds")

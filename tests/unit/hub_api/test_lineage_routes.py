@@ -17,12 +17,13 @@ from catalog.errors import FeedNotFound
 from catalog.lineage import LineageStore, LineageSync
 from catalog.teams import TeamStore
 from catalog.types import TeamName
-from hub_api import lineage_routes
-from hub_api.auth import KeyVerifier
 from hub_api.errors import install_error_handlers
-from hub_api.lineage_service import LineageService, parse_key
+from hub_api.keys import KeyVerifier
+from hub_api.lineage import routes as lineage_routes
+from hub_api.lineage_service import parse_key
 from hub_api.loader_client import LoaderClient, LoaderLedger
-from hub_api.publish_routes import request_id_of
+from hub_api.publishing import request_id_of
+from hub_api.services import HubServices
 from hub_api.settings import ApiSettings
 from hub_core.errors import ErrorCode, HubError
 from hub_core.ledger import (
@@ -40,6 +41,7 @@ from spark_loaders.control import status
 from spark_loaders.control.status import ControlRoutes, LoaderStatus
 from spark_loaders.settings import LoaderSettings
 from tests.support.ledger_log import write_commit
+from tests.unit.hub_api.app_services import install
 
 pytestmark = pytest.mark.unit
 
@@ -135,16 +137,17 @@ def client(hub_engine: Engine, tmp_path: Path) -> tuple[TestClient, dict[str, st
     app = FastAPI()
     install_error_handlers(app)
     settings = ApiSettings(loader_url="http://loader.test", loader_token="row-token")
-    app.state.api_settings = settings
-    app.state.keys = KeyVerifier(teams, cache_seconds=60)
     loader_settings = LoaderSettings(control_token="row-token", warehouse_dir=tmp_path)
     routes = ControlRoutes(loader_settings, LoaderStatus(loader_settings), row=_silver_row)
-    app.state.lineage = LineageService(
-        store=LineageStore(hub_engine),
-        sync=LineageSync(hub_engine, tmp_path, min_interval_s=0),
-        feeds=cast(Any, _Feeds()),
-        reader=cast(Any, _Reader()),
-        registry=cast(Any, _Registry()),
+    install(
+        app,
+        settings=settings,
+        keys=KeyVerifier(teams, cache_seconds=60),
+        lineage_store=LineageStore(hub_engine),
+        lineage_sync=LineageSync(hub_engine, tmp_path, min_interval_s=0),
+        feeds=_Feeds(),
+        reader=_Reader(),
+        registry=_Registry(),
         loader=LoaderClient(settings, transport=httpx.WSGITransport(app=routes)),
     )
     app.include_router(lineage_routes.router)
@@ -330,11 +333,8 @@ def test_without_a_loader_a_row_by_key_is_503_50350(
 ) -> None:
     http, keys = client
     app = cast(FastAPI, http.app)
-    service: LineageService = app.state.lineage
-    app.state.lineage = LineageService(
-        store=service.store, sync=service.sync, feeds=service.feeds, reader=service.reader,
-        registry=service.registry,
-    )  # fmt: skip
+    services: HubServices = app.state.services
+    app.state.services = replace(services, loader=LoaderClient(ApiSettings(loader_url=None)))
 
     answer = http.get(
         "/v1/lineage/rows", params={"table": SILVER, "key": "id=42"},

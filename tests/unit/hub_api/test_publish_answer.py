@@ -2,7 +2,7 @@
 
 import pytest
 
-from hub_api.publish_models import PublishPublic, publish_answer
+from hub_api.gateway.models import PublishPublic, publish_answer
 from hub_core.errors import ErrorCode
 from publish.publisher import PublishOutcome, PublishResult
 from registry.cleaning import Change

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from hub_api.errors import MalformedBody, RecordTextTooLarge
-from hub_api.record_stream import RecordSplitter, parse_records
+from hub_api.rest_proxy.record_stream import RecordSplitter, parse_records
 
 pytestmark = pytest.mark.unit
 

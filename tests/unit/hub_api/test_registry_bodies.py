@@ -5,8 +5,8 @@ import json
 import pytest
 
 from hub_api.errors import RegistryJSONResponse
-from hub_api.registry_models import ReferenceModel, SchemaPublic, SubjectVersionPublic
-from hub_api.registry_routes import lookup_body, schema_body
+from hub_api.registry.models import ReferenceModel, SchemaPublic, SubjectVersionPublic
+from hub_api.registry.routes import lookup_body, schema_body
 from registry.types import (
     RegisteredSchema,
     SchemaId,

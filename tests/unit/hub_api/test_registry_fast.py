@@ -8,9 +8,10 @@ import pytest
 
 from catalog.types import Principal
 from hub_api.auth import PRINCIPAL_SCOPE_KEY
-from hub_api.registry_fast import CachedRegistryReads, GenerationPerTurn
+from hub_api.registry.fast_reads import CachedRegistryReads, GenerationPerTurn
 from hub_api.settings import ApiSettings, AuthMode
 from registry.types import SchemaId, StoredSchema
+from tests.unit.hub_api.app_services import app_services
 
 pytestmark = pytest.mark.unit
 
@@ -28,8 +29,10 @@ class _Registry:
 def _get(path: str, *, public_reads: bool, principal: Principal | None = None) -> tuple[int, str]:
     """(status, who answered) of `GET path` through the middleware."""
     state = SimpleNamespace(
-        registry=_Registry(),
-        api_settings=ApiSettings(auth=AuthMode.REQUIRED, public_reads=public_reads),
+        services=app_services(
+            registry=_Registry(),
+            settings=ApiSettings(auth=AuthMode.REQUIRED, public_reads=public_reads),
+        )
     )
     scope: dict[str, Any] = {
         "type": "http",
@@ -94,8 +97,10 @@ def test_the_generation_is_read_once_a_turn_and_afresh_for_what_arrives_after_th
 def _lookup_routed(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What the route receives of a lookup the cache cannot answer, sent as `messages`."""
     state = SimpleNamespace(
-        registry=SimpleNamespace(generation=lambda: 1, cached_lookup=lambda **_: None),
-        api_settings=ApiSettings(auth=AuthMode.DISABLED),
+        services=app_services(
+            registry=SimpleNamespace(generation=lambda: 1, cached_lookup=lambda **_: None),
+            settings=ApiSettings(auth=AuthMode.DISABLED),
+        )
     )
     scope: dict[str, Any] = {
         "type": "http",

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from hub_api.errors import MalformedBody
-from hub_api.rest_proxy_v3 import incoming_record
+from hub_api.rest_proxy.v3 import incoming_record
 from publish.errors import ProxyRefused
 from publish.publisher import IncomingRecord
 

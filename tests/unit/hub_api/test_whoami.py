@@ -7,10 +7,11 @@ from sqlalchemy import Engine
 
 from catalog.teams import TeamStore
 from catalog.types import TeamName
-from hub_api import identity_routes
-from hub_api.auth import KeyVerifier
 from hub_api.errors import install_error_handlers
+from hub_api.keys import KeyVerifier
+from hub_api.operations import identity_routes
 from hub_api.settings import ApiSettings
+from tests.unit.hub_api.app_services import install
 
 pytestmark = pytest.mark.unit
 
@@ -25,8 +26,7 @@ def teams(hub_engine: Engine) -> TeamStore:
 def _client(teams: TeamStore) -> TestClient:
     app = FastAPI()
     install_error_handlers(app)
-    app.state.api_settings = ApiSettings()
-    app.state.keys = KeyVerifier(teams, cache_seconds=60)
+    install(app, settings=ApiSettings(), keys=KeyVerifier(teams, cache_seconds=60))
     app.include_router(identity_routes.router)
     return TestClient(app)
 

@@ -4,24 +4,17 @@ Connectors run as their own processes (`hub connect run`); these routes read wha
 and ask them to pause, resume or restart through the configs topic they follow.
 """
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response, status
+from fastapi import APIRouter, Response, status
 
-from catalog.types import Principal, TeamName
-from connectors.control import ControlPlane, without_traces
-from hub_api.auth import Caller, Reader, require_owner
+from catalog.types import TeamName
+from connectors.control import without_traces
+from hub_api.auth import Caller, Reader, authorize_connector
+from hub_api.deps import Control
 from hub_api.limits import CheckedBodyRoute
 
 router = APIRouter(route_class=CheckedBodyRoute, prefix="/v1/connectors", tags=["connectors"])
-
-
-async def _control(request: Request) -> ControlPlane:
-    control: ControlPlane = request.app.state.connectors
-    return control
-
-
-Control = Annotated[ControlPlane, Depends(_control)]
 
 
 @router.get("")
@@ -67,13 +60,6 @@ def connector_offsets(name: str, control: Control, _reader: Reader) -> dict[str,
             {"partition": o.partition, "offset": o.offset} for o in control.stored_offsets(name)
         ]
     }
-
-
-def authorize_connector(control: ControlPlane, name: str, caller: Principal) -> None:
-    """403 unless `caller` may control connector `name` (its owner team's key or an admin's);
-    the console's actions pass the same check."""
-    owner = TeamName(control.describe(name).owner)
-    require_owner(caller, owner, what=f"Connector '{name}'")
 
 
 @router.put("/{name}/pause", status_code=status.HTTP_202_ACCEPTED)

@@ -11,9 +11,9 @@ error is the last report), as in Confluent's REST Proxy.
 How it streams. A reader task takes the body's chunks as they arrive; `RecordSplitter` finds
 the records' ends, looking at each byte once, and a chunk's records are parsed on the event
 loop when they are small, in a worker thread when not, so no chunk holds the loop for long
-(hub_api/record_stream.py). The records each chunk completes become one group: checked,
-cleaned and encoded (`PreparedBatch`, as the feed route does) and handed to the producer before
-the next chunk is read, so Kafka gets them in order. The group then waits for its
+(hub_api/rest_proxy/record_stream.py). The records each chunk completes become one group:
+checked, cleaned and encoded (`PreparedBatch`, as the feed route does) and handed to the
+producer before the next chunk is read, so Kafka gets them in order. The group then waits for its
 acknowledgements in a bounded queue while the reader goes on; the response writes each group's
 reports once Kafka answered, in queue order. Many groups await Kafka at once, and a client that
 stops reading reports stops the reader, and so its own writing, once `MAX_GROUPS_IN_FLIGHT`
@@ -40,9 +40,10 @@ from starlette.types import Receive, Scope, Send
 
 from hub_api.batches import validate
 from hub_api.errors import BodyTooLarge
-from hub_api.publish_routes import Gateway, publish_target
-from hub_api.record_stream import RecordSplitter, parse_records
-from hub_api.rest_proxy_models import ProduceDataV3In, ProduceRecordV3In
+from hub_api.publishing import publish_target
+from hub_api.rest_proxy.models import ProduceDataV3In, ProduceRecordV3In
+from hub_api.rest_proxy.record_stream import RecordSplitter, parse_records
+from hub_api.services import HubServices
 from hub_core.errors import ErrorCode, HubError
 from hub_core.naming import TopicName, dlq_topic, value_subject
 from publish.errors import ProxyErrorCode, ProxyRefused
@@ -95,7 +96,7 @@ class ProduceStream(Response):
         *,
         cluster_id: str,
         topic: str,
-        gateway: Gateway,
+        services: HubServices,
         on_error: OnError,
         request_id: str | None = None,
         headers: Mapping[str, str] | None = None,
@@ -107,7 +108,7 @@ class ProduceStream(Response):
         self._request = request
         self._cluster_id = cluster_id
         self._topic = topic
-        self._gateway = gateway
+        self._services = services
         self._on_error = on_error
         self._max_record_bytes = max_record_bytes
         self._dlq = dlq_topic(TopicName(topic))
@@ -138,7 +139,7 @@ class ProduceStream(Response):
 
     async def _read(self, groups: "asyncio.Queue[_Group | _Failed | None]") -> None:
         splitter = RecordSplitter(
-            max_depth=self._gateway.settings.max_json_depth,
+            max_depth=self._services.settings.max_json_depth,
             max_record_bytes=self._max_record_bytes,
         )
         try:
@@ -161,7 +162,7 @@ class ProduceStream(Response):
             await groups.put(
                 _Failed(
                     ErrorCode.PAYLOAD_TOO_LARGE,
-                    f"The stream sent more than {self._gateway.settings.max_body_bytes} bytes "
+                    f"The stream sent more than {self._services.settings.max_body_bytes} bytes "
                     "(HUB_API_MAX_BODY_BYTES); the records before this report were answered. "
                     "Send the rest in a new request.",
                 )
@@ -189,7 +190,7 @@ class ProduceStream(Response):
             # Per group, so that a long stream takes up a new schema version as the feed
             # route does; from memory, nearly always.
             _feed, codecs = await publish_target(
-                self._gateway.feeds, self._gateway.publisher, self._topic
+                self._services.feeds, self._services.publisher, self._topic
             )
         except HubError as exc:  # the feed was deleted, the registry is unavailable
             all_refused: dict[int, HubError | ProxyRefused] = dict.fromkeys(
@@ -197,7 +198,7 @@ class ProduceStream(Response):
             )
             return _Group(None, all_refused, len(documents), started, 0)
         batch = PreparedBatch(records, codecs, on_error=self._on_error, request_id=self._request_id)
-        sent = await self._gateway.publisher.send_async(codecs, batch)
+        sent = await self._services.publisher.send_async(codecs, batch)
         return _Group(sent, refused, len(documents), started, int(time.time() * 1000))
 
     async def _reports(self, group: _Group | _Failed) -> bytes:
@@ -208,7 +209,7 @@ class ProduceStream(Response):
         results = None
         if group.sent is not None:
             outcome = await group.sent.outcome()
-            self._gateway.metrics.record_publish(
+            self._services.metrics.record_publish(
                 self._topic, outcome, time.perf_counter() - group.started
             )
             results = iter(zip(outcome.results, group.sent.batch.prepared, strict=True))

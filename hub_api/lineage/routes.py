@@ -4,25 +4,17 @@ ADR 0038)."""
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query
 
 from catalog.errors import InvalidLineageQuery
 from hub_api.auth import Caller
+from hub_api.deps import Lineage
 from hub_api.lineage_models import PositionsPublic, RowLineagePublic
-from hub_api.lineage_service import LineageService
 
 router = APIRouter(prefix="/v1/lineage", tags=["lineage"])
 
 _INT32 = 2**31 - 1
 _INT64 = 2**63 - 1
-
-
-def _service(request: Request) -> LineageService:
-    service: LineageService = request.app.state.lineage
-    return service
-
-
-Lineage = Annotated[LineageService, Depends(_service)]
 
 
 @router.get("/rows", response_model=RowLineagePublic)

@@ -10,7 +10,7 @@ from hub_api.auth import SubjectWriter, require_admin, require_reader
 from hub_api.deps import Registry
 from hub_api.errors import REGISTRY_MEDIA_TYPE, RegistryJSONResponse
 from hub_api.limits import CheckedBodyRoute
-from hub_api.registry_models import (
+from hub_api.registry.models import (
     SchemaCreate,
     SchemaIdPublic,
     SchemaPublic,

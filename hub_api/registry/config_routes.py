@@ -8,7 +8,7 @@ from hub_api.auth import Admin, SubjectWriter, require_admin, require_reader
 from hub_api.deps import Registry
 from hub_api.errors import REGISTRY_MEDIA_TYPE, RegistryJSONResponse
 from hub_api.limits import CheckedBodyRoute
-from hub_api.registry_models import (
+from hub_api.registry.models import (
     CompatibilityCheckPublic,
     CompatibilityLevelPublic,
     CompatibilityPublic,
@@ -16,7 +16,7 @@ from hub_api.registry_models import (
     ModeBody,
     SchemaCreate,
 )
-from hub_api.registry_routes import Normalize, _avro_only, valid_subject_names
+from hub_api.registry.routes import Normalize, _avro_only, valid_subject_names
 from registry.config import parse_mode
 from registry.limits import parse_version
 from registry.types import RegistryMode, Subject

@@ -141,18 +141,6 @@ class FeedDetailPublic(FeedPublic):
         )
 
 
-class ReplayPublic(BaseModel):
-    """What replaying a feed's quarantine did (`hub load replay TOPIC` prints the same)."""
-
-    topic: str = Field(description="The feed whose `quarantine.<topic>` was replayed.")
-    examined: int = Field(description="Quarantined records decoded again.")
-    landed: int = Field(description="Records that decode now and landed in `bronze.<topic>`.")
-    still_failing: dict[str, int] = Field(
-        description="Records still quarantined, by reason code (with their new reason)."
-    )
-    message: str = Field(description="The outcome in one sentence.")
-
-
 class ErrorPublic(BaseModel):
     """The hub's error body: a stable code (its first three digits are the HTTP status) and a
     message naming what is at fault and the fix."""

@@ -21,8 +21,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hub_api.auth import PRINCIPAL_SCOPE_KEY, require_caller
 from hub_api.errors import hub_error_response
+from hub_api.gateway.routes import RECORDS_PATH, publish_request
 from hub_api.metrics import name_route
-from hub_api.publish_routes import RECORDS_PATH, Gateway, publish_request
+from hub_api.services import HubServices, hub_services
 from hub_api.settings import AuthMode
 from hub_core.errors import HubError
 from publish.publisher import OnError
@@ -39,7 +40,7 @@ class PublishLane:
 
     def __init__(self, app: ASGIApp) -> None:
         self._app = app
-        self._gateway: Gateway | None = None
+        self._services: HubServices | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         topic = _topic(scope) if scope["type"] == "http" and scope["method"] == "POST" else None
@@ -53,18 +54,18 @@ class PublishLane:
             await self._app(scope, receive, send)  # FastAPI words the validation error
             return
         name_route(scope, RECORDS_PATH)
-        if self._gateway is None:  # the app's services exist once its lifespan started
-            self._gateway = Gateway.of(request.app.state)
+        if self._services is None:  # the app's services exist once its lifespan started
+            self._services = hub_services(request.app)
         try:
             # The request gate verified the key and left the caller in the scope; without
             # it, verifying may read the database.
-            if PRINCIPAL_SCOPE_KEY in scope or self._gateway.settings.auth is AuthMode.DISABLED:
+            if PRINCIPAL_SCOPE_KEY in scope or self._services.settings.auth is AuthMode.DISABLED:
                 caller = require_caller(request)
             else:
                 caller = await run_in_threadpool(require_caller, request)
             on_error, atomic = options
             response = await publish_request(
-                self._gateway,
+                self._services,
                 request,
                 topic,
                 caller,

@@ -8,18 +8,17 @@ from catalog.types import TeamName
 from hub_api.auth import Caller, Reader, require_owner
 from hub_api.deps import Feeds, Loader, Registry
 from hub_api.errors import ConfirmationMissing
-from hub_api.feed_domains import require_feed_creator
-from hub_api.feed_models import (
+from hub_api.feeds.domains import require_feed_creator
+from hub_api.feeds.models import (
     ErrorPublic,
     FeedCreate,
     FeedDetailPublic,
     FeedPatch,
     FeedPublic,
     FeedReadersPublic,
-    ReplayPublic,
 )
 from hub_api.limits import CheckedBodyRoute
-from hub_api.loader_client import replay_result
+from hub_api.loader_client import ReplayPublic, replay_result
 from hub_core.naming import feed_topic_name
 from publish.feeds import FeedSpec
 

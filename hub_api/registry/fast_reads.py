@@ -25,7 +25,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from hub_api.auth import PRINCIPAL_SCOPE_KEY
 from hub_api.errors import REGISTRY_MEDIA_TYPE
 from hub_api.metrics import name_route
-from hub_api.registry_routes import lookup_body, schema_body
+from hub_api.registry.routes import lookup_body, schema_body
+from hub_api.services import hub_services
 from hub_api.settings import ApiSettings, AuthMode
 from hub_core.errors import HubError
 from registry.limits import MAX_SCHEMA_ID, parse_subject
@@ -64,9 +65,10 @@ class CachedRegistryReads:
             return False
         if scope["query_string"] and _names_subject_prefix(scope["query_string"]):
             return False  # the router checks `subjectPrefix` on every registry path
-        registry = self._registry(scope)
-        if registry is None or not _may_read(scope):
+        services = hub_services(scope["app"])
+        if not _may_read(scope, services.settings):
             return False
+        registry = services.registry
         schema_id = int(tail)
         if schema_id > MAX_SCHEMA_ID:
             return False
@@ -83,10 +85,11 @@ class CachedRegistryReads:
         if "/" in subject or not subject or scope["query_string"] or not _json_body(scope):
             await self._app(scope, receive, send)
             return
-        registry = self._registry(scope)
-        if registry is None or not _may_read(scope):
+        services = hub_services(scope["app"])
+        if not _may_read(scope, services.settings):
             await self._app(scope, receive, send)
             return
+        registry = services.registry
         # The body is read here; when the route answers, it gets the body again from memory.
         raw, more = await _read_body(receive)
         schema_text = _plain_avro_schema(raw)
@@ -107,10 +110,6 @@ class CachedRegistryReads:
             return
         name_route(scope, "/subjects/{subject}")
         await _answer(send, lookup_body(found))
-
-    def _registry(self, scope: Scope) -> RegistryService | None:
-        service: RegistryService | None = getattr(scope["app"].state, "registry", None)
-        return service
 
 
 class GenerationPerTurn:
@@ -150,11 +149,8 @@ async def _answer(send: Send, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def _may_read(scope: Scope) -> bool:
+def _may_read(scope: Scope, settings: ApiSettings) -> bool:
     """Whether `require_reader` lets the caller read (else the route answers 401)."""
-    settings: ApiSettings | None = getattr(scope["app"].state, "api_settings", None)
-    if settings is None:
-        return False
     if settings.auth is AuthMode.DISABLED or settings.public_reads:
         return True
     return scope.get(PRINCIPAL_SCOPE_KEY) is not None

@@ -1,6 +1,6 @@
 """Liveness, readiness and metrics for orchestrators, load balancers and Prometheus."""
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -8,8 +8,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from hub_api.metrics import HubMetrics
-from hub_kafka.admin import TopicAdmin
+from hub_api.deps import Metrics, Services
 
 router = APIRouter(tags=["operations"])
 
@@ -57,13 +56,11 @@ def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz")
-async def readyz(request: Request) -> JSONResponse:
+async def readyz(services: Services) -> JSONResponse:
     """Ready when the database and Kafka both answer; 503 naming what does not."""
-    engine: Engine = request.app.state.engine
-    admin: TopicAdmin = request.app.state.topic_admin
     checks = {
-        "database": await run_in_threadpool(_database_answers, engine),
-        "kafka": "ok" if await run_in_threadpool(admin.ping) else "unreachable",
+        "database": await run_in_threadpool(_database_answers, services.engine),
+        "kafka": "ok" if await run_in_threadpool(services.topic_admin.ping) else "unreachable",
     }
     ready = all(state == "ok" for state in checks.values())
     return JSONResponse(
@@ -73,9 +70,8 @@ async def readyz(request: Request) -> JSONResponse:
 
 
 @router.get("/metrics")
-def metrics(request: Request) -> Response:
+def metrics(collectors: Metrics) -> Response:
     """Prometheus metrics in the text exposition format."""
-    collectors: HubMetrics = request.app.state.metrics
     return Response(collectors.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 

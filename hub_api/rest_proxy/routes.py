@@ -3,7 +3,7 @@ and v3 records, streamed, with `POST /v3/clusters/{cluster_id}/topics/{topic}/re
 
 Existing REST Proxy clients publish to hub feeds unchanged. The v2 route parses the request and
 renders the REST Proxy's answer; `publish.rest_proxy` resolves the schemas and publishes. The
-v3 route checks the caller and the feed, then `hub_api.rest_proxy_v3.ProduceStream` reads the
+v3 route checks the caller and the feed, then `hub_api.rest_proxy.v3.ProduceStream` reads the
 records and answers each as the stream goes.
 """
 
@@ -18,16 +18,11 @@ from fastapi.responses import JSONResponse, Response
 from catalog.errors import FeedNotFound
 from hub_api.auth import Caller, require_owner
 from hub_api.batches import parse_batch
-from hub_api.deps import Feeds, Metrics, PublisherDep, Registry, Settings
+from hub_api.deps import Feeds, Metrics, PublisherDep, Registry, Services, Settings
 from hub_api.errors import UnsupportedMediaType
 from hub_api.openapi import raw_body
-from hub_api.publish_routes import (
-    REQUEST_ID_RESPONSE_HEADER,
-    GatewayDep,
-    publish_target,
-    request_id_of,
-)
-from hub_api.rest_proxy_models import (
+from hub_api.publishing import REQUEST_ID_RESPONSE_HEADER, publish_target, request_id_of
+from hub_api.rest_proxy.models import (
     AVRO_V2_MEDIA_TYPE,
     KafkaJSONResponse,
     PartitionOffsetPublic,
@@ -35,7 +30,7 @@ from hub_api.rest_proxy_models import (
     ProduceRequestIn,
     ProduceResponsePublic,
 )
-from hub_api.rest_proxy_v3 import ProduceStream
+from hub_api.rest_proxy.v3 import ProduceStream
 from hub_api.settings import ApiSettings
 from hub_core.errors import ErrorCode, HubError
 from publish.errors import ProxyErrorCode, ProxyRefused, RecordErrorCode
@@ -117,7 +112,7 @@ async def produce_records_v3(
     cluster_id: str,
     topic: str,
     request: Request,
-    gateway: GatewayDep,
+    services: Services,
     caller: Caller,
     on_error: Annotated[
         OnError, Query(description="`dlq` (default) or `reject` records that fail validation.")
@@ -135,7 +130,7 @@ async def produce_records_v3(
     cluster id is not checked: the hub answers for the Kafka cluster it writes to.
     """
     try:
-        feed, codecs = await publish_target(gateway.feeds, gateway.publisher, topic)
+        feed, codecs = await publish_target(services.feeds, services.publisher, topic)
     except FeedNotFound:
         return JSONResponse(
             {
@@ -157,7 +152,7 @@ async def produce_records_v3(
         request,
         cluster_id=cluster_id,
         topic=topic,
-        gateway=gateway,
+        services=services,
         on_error=on_error,
         request_id=request_id,
         headers={REQUEST_ID_RESPONSE_HEADER: request_id},

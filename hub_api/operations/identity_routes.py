@@ -7,7 +7,7 @@ check a key with it before using it elsewhere.
 from fastapi import APIRouter
 
 from hub_api.auth import Caller
-from hub_api.identity_models import WhoAmIPublic
+from hub_api.operations.identity_models import WhoAmIPublic
 
 router = APIRouter(prefix="/v1", tags=["identity"])
 

@@ -18,14 +18,13 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
 from catalog.types import Principal
-from connectors.control import ControlPlane
-from hub_api.auth import KeyVerifier, caller_of
-from hub_api.connector_routes import authorize_connector
-from hub_api.console_lineage import LineageForm, trace, when
+from hub_api.auth import authorize_connector, caller_of
+from hub_api.console.lineage_page import LineageForm, trace, when
+from hub_api.console.views import INTERVAL_S, INTERVALS, ConsoleViews
 from hub_api.console_sessions import CONSOLE_PATH, SESSION_COOKIE, ConsoleSessions
-from hub_api.console_views import INTERVAL_S, INTERVALS, ConsoleViews
-from hub_api.lineage_service import LineageService
-from hub_api.settings import ApiSettings, AuthMode
+from hub_api.deps import Control, Lineage, Registry
+from hub_api.services import hub_services
+from hub_api.settings import AuthMode
 from hub_core.errors import HubError
 
 log = logging.getLogger(__name__)
@@ -46,7 +45,7 @@ _SIGN_IN = f"{CONSOLE_PATH}/sign-in"
 _MAX_KEY_CHARS = 512
 
 _templates = Environment(
-    loader=PackageLoader("hub_api", "templates"),
+    loader=PackageLoader("hub_api.console", "templates"),
     autoescape=select_autoescape(default=True),
     trim_blocks=True,
     lstrip_blocks=True,
@@ -70,8 +69,7 @@ SignedIn = Annotated[Principal, Depends(_signed_in)]
 
 
 def _sessions(request: Request) -> ConsoleSessions:
-    sessions: ConsoleSessions = request.app.state.console_sessions
-    return sessions
+    return hub_services(request.app).console_sessions
 
 
 async def _fields(request: Request) -> dict[str, list[str]]:
@@ -108,12 +106,19 @@ async def sign_in_redirect(request: Request, exc: Exception) -> Response:
     return response
 
 
-async def _views(request: Request) -> ConsoleViews:
-    views: ConsoleViews = request.app.state.console
-    return views
+async def console_views(request: Request) -> ConsoleViews:
+    """The console's pages' contents, gathered over the app's services."""
+    services = hub_services(request.app)
+    return ConsoleViews(
+        feeds=services.feeds,
+        registry=services.registry,
+        reader=services.reader,
+        connectors=services.connectors,
+        loader=services.loader,
+    )
 
 
-Views = Annotated[ConsoleViews, Depends(_views)]
+Views = Annotated[ConsoleViews, Depends(console_views)]
 
 
 def _page(
@@ -193,14 +198,13 @@ async def sign_in(request: Request) -> Response:
     sessions.check_origin(request)
     fields = await _fields(request)
     sessions.check_token(request, fields, before_sign_in=True)
-    settings: ApiSettings = request.app.state.api_settings
+    services = hub_services(request.app)
     to_feeds = RedirectResponse(SECTIONS[0][1], status_code=status.HTTP_303_SEE_OTHER)
-    if settings.auth is AuthMode.DISABLED:
+    if services.settings.auth is AuthMode.DISABLED:
         return to_feeds  # every caller is an admin: no key to stand for, so no session
     key = (fields.get("api_key") or [""])[0].strip()
-    verifier: KeyVerifier = request.app.state.keys
     principal = (
-        await run_in_threadpool(verifier.verify, key)
+        await run_in_threadpool(services.keys.verify, key)
         if key and len(key) <= _MAX_KEY_CHARS
         else None
     )
@@ -301,16 +305,17 @@ async def plan_table(request: Request, views: Views, form: CheckedForm) -> Respo
 
 
 @router.get("/lineage")
-def lineage_page(request: Request, caller: SignedIn) -> Response:
+def lineage_page(
+    request: Request, lineage: Lineage, registry: Registry, caller: SignedIn
+) -> Response:
     """A row (a bronze row by partition and offset, a silver row by key) or a source position
     (an LSN, a publish request id, a topic's partition and offset) traced to every table
     version holding it, as `GET /v1/lineage/rows` and `/v1/lineage/positions` answer; their
     errors are shown on the page with their codes."""
-    lineage: LineageService = request.app.state.lineage
     form = LineageForm.of(dict(request.query_params))
     answer, problem = None, None
     try:
-        answer = trace(lineage, request.app.state.registry, caller, form)
+        answer = trace(lineage, registry, caller, form)
     except HubError as exc:
         problem = exc
     return _page(
@@ -343,9 +348,8 @@ def connectors_page(
 
 
 @router.post("/connectors/{name}/{action}")
-def control_connector(request: Request, name: str, action: Action, form: CheckedForm) -> Response:
+def control_connector(name: str, action: Action, form: CheckedForm, control: Control) -> Response:
     """Pause, resume or restart a connector, with the rule the API's routes apply."""
-    control: ControlPlane = request.app.state.connectors
     act = {"pause": control.pause, "resume": control.resume, "restart": control.restart}[action]
     authorize_connector(control, name, form.caller)
     act(name)

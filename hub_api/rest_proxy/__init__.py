@@ -1,0 +1,1 @@
+"""Confluent REST Proxy compatibility: v2 Avro records and v3 records, streamed."""
