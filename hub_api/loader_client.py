@@ -1,5 +1,5 @@
 """The API's client of the loader's `/status`, `/plan`, `/replay`, `/row` and `/ledger`
-(spark_loaders/status.py).
+(spark_loaders/control/status.py).
 
 The console's pages must stay fast when the loader is slow or gone: a status read waits at most
 `HUB_API_LOADER_TIMEOUT_SECONDS` (1 s), and its answer, or the failure, is kept for a few
