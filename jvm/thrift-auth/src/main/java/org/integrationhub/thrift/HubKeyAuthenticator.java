@@ -46,7 +46,7 @@ import org.slf4j.LoggerFactory;
 public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
 
   /** What the provider was configured with: where the API is and how long to trust a key. */
-  private record Settings(URI whoami, Duration timeout, HttpClient client) {}
+  private record Settings(String base, URI whoami, Duration timeout, HttpClient client) {}
 
   private static final Logger LOG = LoggerFactory.getLogger(HubKeyAuthenticator.class);
   private static final int MAX_CACHED_KEYS = 10_000;
@@ -98,7 +98,7 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
             .maximumSize(MAX_CACHED_KEYS)
             .expireAfterWrite(Duration.ofSeconds(cacheSeconds))
             .build();
-    settings = new Settings(whoami, timeout, client);
+    settings = new Settings(base, whoami, timeout, client);
   }
 
   /** Whether {@link #configure} ran: logins then need keys, and sessions their logins. */
@@ -125,7 +125,8 @@ public final class HubKeyAuthenticator implements PasswdAuthenticationProvider {
       throw new IOException("the hub API's address is not configured");
     }
     HttpRequest request =
-        HttpRequest.newBuilder(current.whoami().resolve(path))
+        // Appended, not resolved: an API served under a path (`https://host/hub`) keeps it.
+        HttpRequest.newBuilder(URI.create(current.base() + path))
             .timeout(current.timeout())
             .header("Authorization", "Bearer " + key)
             .header("Accept", "application/json")
